@@ -1,0 +1,34 @@
+"""Activation functions by name, as the different BERT weight layouts spell them.
+
+The original BERT calls the tanh approximation of GELU "gelu" (modeling.gelu); Hugging Face
+configs call the exact erf form "gelu" and the tanh form "gelu_new". Our BertConfig uses the
+original names, plus "gelu_exact" for the erf form; converters map the other layouts' names.
+"""
+
+import keras
+
+_ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=True),
+    "gelu_exact": lambda x: keras.activations.gelu(x, approximate=False),
+    "relu": keras.activations.relu,
+    "tanh": keras.activations.tanh,
+    "linear": keras.activations.linear,
+    "swish": keras.activations.silu,
+}
+# Other spellings accepted in a bert_config.json, mapped to the names above.
+_ALIASES = {"gelu_new": "gelu", "gelu_tanh": "gelu", "gelu_erf": "gelu_exact", "silu": "swish"}
+
+
+def canonical_activation_name(name: str) -> str:
+    """Returns our name for an activation, or raises ValueError naming the known ones."""
+    key = (name or "linear").lower()
+    key = _ALIASES.get(key, key)
+    if key not in _ACTIVATIONS:
+        known = sorted(set(_ACTIVATIONS) | set(_ALIASES))
+        raise ValueError(f"unknown activation {name!r}; expected one of {known}")
+    return key
+
+
+def get_activation(name: str):
+    """The activation function for `name` (original BERT naming: "gelu" is the tanh form)."""
+    return _ACTIVATIONS[canonical_activation_name(name)]

@@ -1,0 +1,23 @@
+"""Reading and writing BERT weights in other layouts, and telling the layouts apart."""
+
+from official_bert.checkpoints.loading import (
+    CHECKPOINT_FORMATS,
+    detect_checkpoint_format,
+    load_bert_weights,
+    save_bert_weights,
+)
+from official_bert.checkpoints.original_tf1 import (
+    CheckpointMismatchError,
+    read_original_checkpoint,
+    write_original_checkpoint,
+)
+
+__all__ = [
+    "CHECKPOINT_FORMATS",
+    "CheckpointMismatchError",
+    "detect_checkpoint_format",
+    "load_bert_weights",
+    "read_original_checkpoint",
+    "save_bert_weights",
+    "write_original_checkpoint",
+]

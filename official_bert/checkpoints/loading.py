@@ -1,0 +1,64 @@
+"""One entry point for BERT weights in any supported layout."""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+from official_bert.checkpoints import object_checkpoint, original_tf1, safetensors_bert
+
+# tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
+# safetensors: HF BertModel names in a .safetensors file;
+# object: this project's own tf.train.Checkpoint of a Keras model.
+CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
+
+
+def detect_checkpoint_format(path: str) -> str:
+    """Which layout `path` holds: "tf1", "safetensors" or "object".
+
+    `path` may be a safetensors file, a directory holding `model.safetensors`, a TF checkpoint
+    prefix, or a directory with a TF `checkpoint` state file.
+    """
+    if path.endswith(".safetensors") or (
+        os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors"))
+    ):
+        return "safetensors"
+    prefix = original_tf1.resolve_checkpoint_prefix(path)
+    names = [name for name, _ in tf.train.list_variables(prefix)]
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
+        return "object"
+    if any(name.startswith("bert/") for name in names):
+        return "tf1"
+    raise ValueError(
+        f"{prefix}: not a BERT checkpoint (no 'bert/...' variables and no object graph); "
+        f"first variables: {names[:5]}"
+    )
+
+
+def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **kwargs) -> str:
+    """Loads BERT weights from `path` into a built model; returns the format that was read.
+
+    Keyword arguments (e.g. `require_heads`) go to the format's reader.
+    """
+    checkpoint_format = checkpoint_format or detect_checkpoint_format(path)
+    if checkpoint_format == "tf1":
+        original_tf1.read_original_checkpoint(path, model, **kwargs)
+    elif checkpoint_format == "safetensors":
+        safetensors_bert.read_safetensors_checkpoint(path, model, **kwargs)
+    elif checkpoint_format == "object":
+        object_checkpoint.read_object_checkpoint(path, model, **kwargs)
+    else:
+        raise ValueError(f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}")
+    return checkpoint_format
+
+
+def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
+    """Writes a built model's weights at `path` in `checkpoint_format`; returns what was written."""
+    if checkpoint_format == "tf1":
+        return original_tf1.write_original_checkpoint(model, path)
+    if checkpoint_format == "safetensors":
+        return safetensors_bert.write_safetensors_checkpoint(model, path)
+    if checkpoint_format == "object":
+        return object_checkpoint.write_object_checkpoint(model, path)
+    raise ValueError(f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}")

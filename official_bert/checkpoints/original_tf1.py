@@ -1,0 +1,180 @@
+"""Original Google BERT checkpoints (TF1, name-based: `bert/...`, `cls/...`): read and write."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert.checkpoints.variable_table import WeightEntry, model_entries
+from official_bert.config import write_text_atomically
+
+# Variables a training run leaves in a checkpoint that are not model weights: the step counter,
+# optimizer slots (the original AdamWeightDecayOptimizer's adam_m/adam_v, tf.train optimizers'
+# Adam/Momentum/..., LAMB), loss-scale state and moving averages.
+_NON_MODEL_VARIABLE = re.compile(
+    r"(^|/)(global_step|beta1_power|beta2_power|good_steps|loss_scale|current_loss_scale)$"
+    r"|/(adam_m|adam_v|lamb_m|lamb_v|Adam|Adam_1|Momentum|RMSProp|RMSProp_1|Adagrad|"
+    r"ExponentialMovingAverage|LAMB|LAMB_1)$"
+)
+# Head variables of the original scripts; unused ones are fine (e.g. an encoder read from a
+# pre-training checkpoint leaves cls/* aside).
+_KNOWN_HEAD_VARIABLE = re.compile(r"^(cls/.*|output_weights|output_bias)$")
+
+# The head parts a model may start without (fine-tuning starts from a checkpoint without them).
+_HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped)."""
+
+
+def resolve_checkpoint_prefix(path: str) -> str:
+    """The checkpoint prefix for `path`: a prefix itself, or a directory with a `checkpoint` file."""
+    if tf.io.gfile.isdir(path):
+        prefix = tf.train.latest_checkpoint(path)
+        if prefix is None:
+            raise FileNotFoundError(f"no checkpoint found in directory {path}")
+        return prefix
+    if not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(
+            f"checkpoint not found: {path} (expected {path}.index and its data files; pass the "
+            "prefix, e.g. .../bert_model.ckpt, not one of its files)"
+        )
+    return path
+
+
+def is_original_checkpoint(path: str) -> bool:
+    """True for a name-based TF1 checkpoint whose variables look like BERT's (`bert/...`)."""
+    names = [name for name, _ in tf.train.list_variables(resolve_checkpoint_prefix(path))]
+    return any(name.startswith("bert/") for name in names) and not any(
+        name == "_CHECKPOINTABLE_OBJECT_GRAPH" for name in names
+    )
+
+
+def read_original_checkpoint(
+    path: str, model, require_heads: bool = False, scope_prefix: str = ""
+) -> list[WeightEntry]:
+    """Loads an original BERT checkpoint into `model` (a built BertEncoder, BertPretrainer,
+    BertClassifier or BertSpanLabeler).
+
+    Args:
+      path: checkpoint prefix (e.g. `uncased_L-12_H-768_A-12/bert_model.ckpt`) or directory.
+      model: the target model; it must be built.
+      require_heads: when False (the default), a head that is wholly absent from the checkpoint
+        keeps its fresh initialization, as when fine-tuning from a pre-training checkpoint. When
+        True, every weight of the model must be in the checkpoint.
+      scope_prefix: a prefix in front of every name in the checkpoint (for checkpoints written
+        under an outer scope).
+
+    Returns:
+      The entries that were loaded.
+
+    Raises:
+      CheckpointMismatchError: listing every missing, unexpected or mis-shaped variable.
+    """
+    prefix = resolve_checkpoint_prefix(path)
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    entries = model_entries(model)
+
+    names = {scope_prefix + entry.tf1_name for entry in entries}
+    missing = [e for e in entries if scope_prefix + e.tf1_name not in shapes]
+    missing_parts = {e.part for e in missing}
+    skipped_parts = set()
+    if not require_heads:
+        for part in missing_parts & set(_HEAD_PARTS):
+            part_entries = [e for e in entries if e.part == part]
+            if all(e in missing for e in part_entries):
+                skipped_parts.add(part)
+        missing = [e for e in missing if e.part not in skipped_parts]
+
+    unexpected = []
+    for name in sorted(shapes):
+        if name in names or _NON_MODEL_VARIABLE.search(name):
+            continue
+        bare = name[len(scope_prefix) :] if name.startswith(scope_prefix) else name
+        if _KNOWN_HEAD_VARIABLE.match(bare):
+            continue
+        unexpected.append(f"{name} {shapes[name]}")
+
+    mis_shaped = [
+        f"{e.tf1_name}: checkpoint {shapes[scope_prefix + e.tf1_name]}, model expects "
+        f"{list(e.tf1_shape)}"
+        for e in entries
+        if e not in missing
+        and e.part not in skipped_parts
+        and tuple(shapes[scope_prefix + e.tf1_name]) != tuple(e.tf1_shape)
+    ]
+    problems = []
+    if missing:
+        problems.append(
+            "missing from the checkpoint:\n  "
+            + "\n  ".join(f"{e.tf1_name} {list(e.tf1_shape)}" for e in missing)
+        )
+    if mis_shaped:
+        problems.append("shape mismatch:\n  " + "\n  ".join(mis_shaped))
+    if unexpected:
+        problems.append("not used by the model:\n  " + "\n  ".join(unexpected))
+    if problems:
+        raise CheckpointMismatchError(
+            f"checkpoint {prefix} does not fit {type(model).__name__}:\n" + "\n".join(problems)
+        )
+
+    loaded = [e for e in entries if e.part not in skipped_parts]
+    for entry in loaded:
+        value = reader.get_tensor(scope_prefix + entry.tf1_name)
+        entry.variable.assign(entry.to_model_value(value).astype(entry.variable.dtype))
+    for part in sorted(skipped_parts):
+        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, prefix)
+    logging.info("Loaded %d variables from original checkpoint %s", len(loaded), prefix)
+    return loaded
+
+
+def write_original_checkpoint(model, prefix: str) -> str:
+    """Writes `model`'s weights as an original BERT checkpoint at `prefix` (e.g.
+    `out/bert_model.ckpt`), readable by the original code's `init_from_checkpoint` and by ours.
+
+    Files appear atomically: they are written in a temporary directory and moved into place,
+    `checkpoint` (the state file naming the latest checkpoint) last.
+
+    Returns:
+      The prefix written.
+    """
+    entries = model_entries(model)
+    directory = os.path.dirname(os.path.abspath(prefix))
+    basename = os.path.basename(prefix)
+    os.makedirs(directory, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".tmp-ckpt-", dir=directory)
+    try:
+        # SaveV2 writes a V2 name-based checkpoint (.index + .data) from eager tensors, exactly
+        # what tf.compat.v1.train.Saver would write, without building a TF1 graph.
+        tf.raw_ops.SaveV2(
+            prefix=os.path.join(staging, basename),
+            tensor_names=[entry.tf1_name for entry in entries],
+            shape_and_slices=[""] * len(entries),
+            tensors=[tf.constant(entry.to_tf1_value()) for entry in entries],
+        )
+        written = sorted(os.listdir(staging))
+        for name in written:
+            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+        # The state file names the checkpoint by a relative path, so the folder can be moved.
+        write_text_atomically(
+            os.path.join(directory, "checkpoint"),
+            f'model_checkpoint_path: "{basename}"\nall_model_checkpoint_paths: "{basename}"\n',
+        )
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    logging.info("Wrote %d variables in the original BERT layout to %s", len(entries), prefix)
+    return prefix
+
+
+def read_checkpoint_arrays(path: str) -> dict[str, np.ndarray]:
+    """Every variable of a name-based checkpoint as numpy arrays (for inspection and tests)."""
+    reader = tf.train.load_checkpoint(resolve_checkpoint_prefix(path))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

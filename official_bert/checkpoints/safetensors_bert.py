@@ -1,0 +1,299 @@
+"""BERT weights in safetensors with Hugging Face BertModel names: read and write, plus the
+mapping between HF `config.json` and our BertConfig."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import numpy as np
+from absl import logging
+from safetensors import safe_open
+from safetensors.numpy import save_file
+
+from official_bert.checkpoints.original_tf1 import CheckpointMismatchError
+from official_bert.checkpoints.variable_table import model_entries
+from official_bert.config import BertConfig, write_text_atomically
+
+# === Name table: original TF1 name -> HF name (regex, replacement) ===
+# Applied in order to the original name; the encoder's names get an optional "bert." prefix.
+_NAME_TABLE = [
+    (r"^cls/predictions/output_bias$", "cls.predictions.bias"),
+    (r"^cls/squad/output_weights$", "qa_outputs.weight"),
+    (r"^cls/squad/output_bias$", "qa_outputs.bias"),
+    (r"^output_weights$", "classifier.weight"),
+    (r"^output_bias$", "classifier.bias"),
+    (r"^cls/seq_relationship/output_weights$", "cls.seq_relationship.weight"),
+    (r"^cls/seq_relationship/output_bias$", "cls.seq_relationship.bias"),
+    (r"^bert/", ""),
+    (r"/layer_(\d+)/", r"/layer/\1/"),
+    (r"/(word|position|token_type)_embeddings$", r"/\1_embeddings/weight"),
+    (r"/kernel$", "/weight"),
+    (r"/gamma$", "/weight"),
+    (r"/beta$", "/bias"),
+    (r"/", "."),
+]
+# HF stores Linear weights as [out, in]; the original kernels are [in, out].
+_TRANSPOSED_IN_HF = re.compile(r"/kernel$")
+# Present in HF files but not weights of their own: a buffer, and the decoder tied to the
+# word embeddings (its bias is cls.predictions.bias).
+_IGNORED_HF_NAMES = re.compile(
+    r"(^|\.)embeddings\.position_ids$|^cls\.predictions\.decoder\.(weight|bias)$"
+)
+_KNOWN_HF_HEAD = re.compile(r"^(cls\.|classifier\.|qa_outputs\.)")
+_HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
+# Old (TF-converted) HF checkpoints spell LayerNorm parameters gamma/beta.
+_LEGACY_SPELLINGS = {".weight": ".gamma", ".bias": ".beta"}
+
+
+def hf_name(tf1_name: str) -> str:
+    """The HF BertModel / BertForPreTraining name of an original TF1 variable name."""
+    name = tf1_name
+    for pattern, replacement in _NAME_TABLE:
+        name = re.sub(pattern, replacement, name)
+    return name
+
+
+def _is_encoder_name(tf1_name: str) -> bool:
+    return tf1_name.startswith("bert/")
+
+
+# === Config mapping ===
+# HF says "gelu" for the exact erf GELU; the original BERT says "gelu" for the tanh form.
+_HF_TO_OURS_ACTIVATION = {
+    "gelu": "gelu_exact",
+    "gelu_new": "gelu",
+    "gelu_pytorch_tanh": "gelu",
+    "gelu_fast": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "silu": "swish",
+    "swish": "swish",
+}
+_OURS_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh",
+                          "swish": "silu"}
+_SHARED_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "max_position_embeddings",
+    "type_vocab_size",
+    "initializer_range",
+)
+
+
+def bert_config_from_hf(hf_config: dict, source: str = "config.json") -> BertConfig:
+    """Maps a Hugging Face BERT `config.json` to a BertConfig (activation names translated)."""
+    model_type = hf_config.get("model_type", "bert")
+    if model_type != "bert":
+        raise ValueError(f"{source}: model_type is {model_type!r}, expected 'bert'")
+    position_type = hf_config.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(
+            f"{source}: position_embedding_type {position_type!r} is not supported "
+            "(only 'absolute', as the original BERT)"
+        )
+    activation = hf_config.get("hidden_act", "gelu")
+    if activation not in _HF_TO_OURS_ACTIVATION:
+        raise ValueError(
+            f"{source}: hidden_act {activation!r} is not supported; expected one of "
+            f"{sorted(_HF_TO_OURS_ACTIVATION)}"
+        )
+    values = {field: hf_config[field] for field in _SHARED_FIELDS if field in hf_config}
+    values["hidden_act"] = _HF_TO_OURS_ACTIVATION[activation]
+    epsilon = hf_config.get("layer_norm_eps", 1e-12)
+    if epsilon != 1e-12:
+        values["layer_norm_eps"] = epsilon
+    return BertConfig.from_dict(values, source=source)
+
+
+def hf_config_from_bert_config(config: BertConfig, architecture: str = "BertModel") -> dict:
+    """A Hugging Face `config.json` dict for a BertConfig."""
+    activation = config.hidden_act
+    from official_bert.activations import canonical_activation_name
+
+    values = {field: getattr(config, field) for field in _SHARED_FIELDS}
+    values.update(
+        architectures=[architecture],
+        model_type="bert",
+        hidden_act=_OURS_TO_HF_ACTIVATION[canonical_activation_name(activation)],
+        layer_norm_eps=config.extra_fields.get("layer_norm_eps", 1e-12),
+        position_embedding_type="absolute",
+        pad_token_id=0,
+    )
+    return values
+
+
+def read_hf_config(path: str) -> BertConfig:
+    """Reads a Hugging Face BERT config.json as a BertConfig."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"config.json not found: {path}")
+    with open(path, encoding="utf-8") as reader:
+        try:
+            values = json.load(reader)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}: not valid JSON ({error})") from None
+    return bert_config_from_hf(values, source=path)
+
+
+# === Weights ===
+def resolve_safetensors_path(path: str) -> str:
+    """`path` itself, or `model.safetensors` inside the directory `path`."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "model.safetensors")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"safetensors file not found: {path}")
+    return path
+
+
+def _read_raw_tensor(path: str, header_info: dict, header_size: int) -> np.ndarray:
+    # numpy has no bfloat16, so safetensors' numpy reader cannot return BF16 tensors; a BF16 value
+    # is the high half of a float32, so widen the raw 16-bit words by hand.
+    start, end = header_info["data_offsets"]
+    with open(path, "rb") as reader:
+        reader.seek(8 + header_size + start)
+        raw = np.frombuffer(reader.read(end - start), dtype="<u2")
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(header_info["shape"])
+
+
+def load_safetensors_arrays(path: str) -> dict[str, np.ndarray]:
+    """All tensors of a safetensors file as float32 numpy arrays (BF16/F16 widened)."""
+    path = resolve_safetensors_path(path)
+    with open(path, "rb") as reader:
+        header_size = int.from_bytes(reader.read(8), "little")
+        header = json.loads(reader.read(header_size))
+    arrays = {}
+    with safe_open(path, framework="numpy") as tensors:
+        for name in tensors.keys():
+            if header[name]["dtype"] == "BF16":
+                arrays[name] = _read_raw_tensor(path, header[name], header_size)
+            else:
+                arrays[name] = tensors.get_tensor(name)
+    return arrays
+
+
+def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -> int:
+    """Loads BERT weights with HF names (with or without a `bert.` prefix) into `model`.
+
+    Heads wholly absent from the file keep their initialization unless `require_heads`.
+    Returns the number of variables loaded. Raises CheckpointMismatchError listing every missing,
+    unexpected or mis-shaped tensor.
+    """
+    path = resolve_safetensors_path(path)
+    arrays = load_safetensors_arrays(path)
+    encoder_prefix = "bert." if any(n.startswith("bert.embeddings.") for n in arrays) else ""
+    entries = model_entries(model)
+
+    def file_name(entry):
+        name = hf_name(entry.tf1_name)
+        if _is_encoder_name(entry.tf1_name):
+            name = encoder_prefix + name
+        if name not in arrays:
+            for modern, legacy in _LEGACY_SPELLINGS.items():
+                if "LayerNorm" in name and name.endswith(modern):
+                    legacy_name = name[: -len(modern)] + legacy
+                    if legacy_name in arrays:
+                        return legacy_name
+        return name
+
+    names = {entry.tf1_name: file_name(entry) for entry in entries}
+    missing = [e for e in entries if names[e.tf1_name] not in arrays]
+    skipped = set()
+    if not require_heads:
+        for part in _HEAD_PARTS:
+            part_entries = [e for e in entries if e.part == part]
+            if part_entries and all(e in missing for e in part_entries):
+                skipped.add(part)
+        missing = [e for e in missing if e.part not in skipped]
+    used = set(names.values())
+    unexpected = [
+        f"{name} {list(arrays[name].shape)}"
+        for name in sorted(arrays)
+        if name not in used
+        and not _IGNORED_HF_NAMES.search(name)
+        and not _KNOWN_HF_HEAD.match(name)
+    ]
+    loaded = [e for e in entries if e.part not in skipped]
+    mis_shaped = []
+    values = {}
+    for entry in loaded:
+        if entry in missing:
+            continue
+        value = arrays[names[entry.tf1_name]]
+        if _TRANSPOSED_IN_HF.search(entry.tf1_name):
+            value = value.T
+        if tuple(value.shape) != tuple(entry.tf1_shape):
+            mis_shaped.append(
+                f"{names[entry.tf1_name]}: file {list(arrays[names[entry.tf1_name]].shape)}, "
+                f"model expects {list(entry.tf1_shape)} (original layout)"
+            )
+        else:
+            values[entry.tf1_name] = value
+    problems = []
+    if missing:
+        problems.append(
+            "missing from the file:\n  "
+            + "\n  ".join(f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing)
+        )
+    if mis_shaped:
+        problems.append("shape mismatch:\n  " + "\n  ".join(mis_shaped))
+    if unexpected:
+        problems.append("not used by the model:\n  " + "\n  ".join(unexpected))
+    if problems:
+        raise CheckpointMismatchError(
+            f"safetensors file {path} does not fit {type(model).__name__}:\n" + "\n".join(problems)
+        )
+    for entry in loaded:
+        value = entry.to_model_value(values[entry.tf1_name].astype(np.float32))
+        entry.variable.assign(value.astype(entry.variable.dtype))
+    decoder = arrays.get("cls.predictions.decoder.weight")
+    if decoder is not None and "masked_lm" not in skipped:
+        word_embeddings = arrays[names["bert/embeddings/word_embeddings"]]
+        if decoder.shape != word_embeddings.shape or not np.array_equal(decoder, word_embeddings):
+            logging.warning(
+                "%s: cls.predictions.decoder.weight differs from the word embeddings; this model "
+                "ties them, so the word embeddings are used for the MLM output",
+                path,
+            )
+    for part in sorted(skipped):
+        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, path)
+    logging.info("Loaded %d tensors from safetensors file %s", len(loaded), path)
+    return len(loaded)
+
+
+def write_safetensors_checkpoint(model, path: str) -> str:
+    """Writes `model`'s weights as safetensors with HF names (torch layout, float32).
+
+    A bare encoder is written as HF `BertModel` (no prefix); a model with heads as
+    `BertForPreTraining`-style names (`bert.` prefix on the encoder). Written atomically.
+    """
+    from official_bert.models import BertEncoder
+
+    prefix = "" if isinstance(model, BertEncoder) else "bert."
+    tensors = {}
+    for entry in model_entries(model):
+        value = entry.to_tf1_value()
+        if _TRANSPOSED_IN_HF.search(entry.tf1_name):
+            value = value.T
+        name = hf_name(entry.tf1_name)
+        if _is_encoder_name(entry.tf1_name):
+            name = prefix + name
+        tensors[name] = np.ascontiguousarray(value, dtype=np.float32)
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    save_file(tensors, temporary, metadata={"format": "pt"})
+    os.replace(temporary, path)
+    logging.info("Wrote %d tensors with HF BERT names to %s", len(tensors), path)
+    return path
+
+
+def write_hf_config(config: BertConfig, path: str, architecture: str = "BertModel") -> None:
+    write_text_atomically(
+        path, json.dumps(hf_config_from_bert_config(config, architecture), indent=2, sort_keys=True)
+    )

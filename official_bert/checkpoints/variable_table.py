@@ -1,0 +1,176 @@
+"""Which variable of our models is which weight of BERT, keyed by the original TF1 names.
+
+Every checkpoint layout (original TF1, safetensors) is described relative to this one list, so a
+new layout needs only its own name table. The original TF1 names are the canonical keys because
+they are what BERT users and the original code know.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightEntry:
+    """One weight of a BERT model.
+
+    tf1_name: the variable name in the original Google checkpoints, e.g.
+      "bert/encoder/layer_0/attention/self/query/kernel".
+    variable: our Keras variable holding it.
+    tf1_shape: its shape in the original layout (ours may differ by a reshape or transpose).
+    transpose: True when the original stores the transpose of our kernel ("output_weights" of the
+      heads are [num_classes, hidden] where a Keras Dense kernel is [hidden, num_classes]).
+    part: which piece of a model it belongs to: "encoder", "masked_lm", "next_sentence",
+      "classifier" or "span".
+    """
+
+    tf1_name: str
+    variable: object
+    tf1_shape: tuple
+    transpose: bool = False
+    part: str = "encoder"
+
+    def to_model_value(self, tf1_value: np.ndarray) -> np.ndarray:
+        """Converts a value in the original layout to the shape of our variable."""
+        value = np.asarray(tf1_value)
+        if value.shape != tuple(self.tf1_shape):
+            raise ValueError(
+                f"{self.tf1_name}: shape {list(value.shape)} in the checkpoint, expected "
+                f"{list(self.tf1_shape)} for this model"
+            )
+        if self.transpose:
+            value = value.T
+        return value.reshape(tuple(self.variable.shape))
+
+    def to_tf1_value(self) -> np.ndarray:
+        """Our variable's value in the original layout and dtype float32."""
+        value = np.asarray(self.variable.numpy(), dtype=np.float32)
+        if self.transpose:
+            return value.reshape(tuple(self.tf1_shape)[::-1]).T
+        return value.reshape(tuple(self.tf1_shape))
+
+
+def _dense(prefix, dense, in_size, out_size, part):
+    return [
+        WeightEntry(f"{prefix}/kernel", dense.kernel, (in_size, out_size), part=part),
+        WeightEntry(f"{prefix}/bias", dense.bias, (out_size,), part=part),
+    ]
+
+
+def _layer_norm(prefix, layer_norm, size, part):
+    return [
+        WeightEntry(f"{prefix}/gamma", layer_norm.gamma, (size,), part=part),
+        WeightEntry(f"{prefix}/beta", layer_norm.beta, (size,), part=part),
+    ]
+
+
+def encoder_entries(encoder) -> list[WeightEntry]:
+    """The weights of a BertEncoder under the original `bert/...` names."""
+    hidden = encoder.hidden_size
+    embeddings = encoder.embeddings
+    entries = [
+        WeightEntry(
+            "bert/embeddings/word_embeddings",
+            embeddings.word_embeddings.embeddings,
+            (encoder.vocab_size, hidden),
+        ),
+        WeightEntry(
+            "bert/embeddings/token_type_embeddings",
+            embeddings.token_type_embeddings.embeddings,
+            (encoder.type_vocab_size, hidden),
+        ),
+        WeightEntry(
+            "bert/embeddings/position_embeddings",
+            embeddings.position_embeddings,
+            (encoder.max_position_embeddings, hidden),
+        ),
+        *_layer_norm("bert/embeddings/LayerNorm", embeddings.layer_norm, hidden, "encoder"),
+    ]
+    for index, block in enumerate(encoder.transformer_layers):
+        prefix = f"bert/encoder/layer_{index}"
+        attention = block.attention
+        # Keras MultiHeadAttention keeps q/k/v kernels as [hidden, heads, head_size] and the
+        # output kernel as [heads, head_size, hidden]; the original has plain [hidden, hidden].
+        for name, dense in (
+            ("query", attention.query_dense),
+            ("key", attention.key_dense),
+            ("value", attention.value_dense),
+        ):
+            entries += _dense(f"{prefix}/attention/self/{name}", dense, hidden, hidden, "encoder")
+        entries += _dense(
+            f"{prefix}/attention/output/dense", attention.output_dense, hidden, hidden, "encoder"
+        )
+        entries += _layer_norm(
+            f"{prefix}/attention/output/LayerNorm", block.attention_layer_norm, hidden, "encoder"
+        )
+        entries += _dense(
+            f"{prefix}/intermediate/dense",
+            block.intermediate_dense,
+            hidden,
+            encoder.intermediate_size,
+            "encoder",
+        )
+        entries += _dense(
+            f"{prefix}/output/dense", block.output_dense, encoder.intermediate_size, hidden, "encoder"
+        )
+        entries += _layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm, hidden, "encoder")
+    entries += _dense("bert/pooler/dense", encoder.pooler, hidden, hidden, "encoder")
+    return entries
+
+
+def _output_weights(prefix, dense, hidden, num_classes, part):
+    # The original heads store [num_classes, hidden] "output_weights" and use transpose_b.
+    return [
+        WeightEntry(
+            f"{prefix}output_weights", dense.kernel, (num_classes, hidden), transpose=True, part=part
+        ),
+        WeightEntry(f"{prefix}output_bias", dense.bias, (num_classes,), part=part),
+    ]
+
+
+def model_entries(model) -> list[WeightEntry]:
+    """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler).
+
+    The model must be built. Heads use the names of the original scripts: `cls/predictions/...`
+    and `cls/seq_relationship/...` (run_pretraining.py), `output_weights`/`output_bias`
+    (run_classifier.py), `cls/squad/...` (run_squad.py).
+    """
+    from official_bert.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
+
+    if not model.built:
+        raise ValueError(f"{type(model).__name__} must be built before its weights are mapped")
+    if isinstance(model, BertEncoder):
+        return encoder_entries(model)
+    entries = encoder_entries(model.encoder)
+    hidden = model.encoder.hidden_size
+    if isinstance(model, BertPretrainer):
+        head = model.masked_lm
+        entries += _dense(
+            "cls/predictions/transform/dense", head.transform_dense, hidden, hidden, "masked_lm"
+        )
+        entries += _layer_norm(
+            "cls/predictions/transform/LayerNorm", head.transform_layer_norm, hidden, "masked_lm"
+        )
+        entries.append(
+            WeightEntry(
+                "cls/predictions/output_bias",
+                head.output_bias,
+                (model.encoder.vocab_size,),
+                part="masked_lm",
+            )
+        )
+        if model.next_sentence is not None:
+            entries += _output_weights(
+                "cls/seq_relationship/", model.next_sentence.dense, hidden, 2, "next_sentence"
+            )
+    elif isinstance(model, BertClassifier):
+        entries += _output_weights(
+            "", model.classifier.dense, hidden, model.num_classes, "classifier"
+        )
+    elif isinstance(model, BertSpanLabeler):
+        entries += _output_weights("cls/squad/", model.span.dense, hidden, 2, "span")
+    else:
+        raise TypeError(f"no weight table for {type(model).__name__}")
+    return entries

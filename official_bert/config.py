@@ -1,0 +1,175 @@
+"""BertConfig: the original `bert_config.json`, read and written as the original release does."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import tensorflow as tf
+
+# The 11 fields of the original modeling.BertConfig, with its defaults.
+_ORIGINAL_DEFAULTS = {
+    "vocab_size": None,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "attention_probs_dropout_prob": 0.1,
+    "max_position_embeddings": 512,
+    "type_vocab_size": 16,
+    "initializer_range": 0.02,
+}
+_INT_FIELDS = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+    "type_vocab_size",
+)
+
+
+class BertConfigError(ValueError):
+    """A bert_config.json (or its vocab) that cannot describe a BERT model."""
+
+
+class BertConfig:
+    """Hyper-parameters of a BERT encoder, as in the original `bert_config.json`.
+
+    The 11 original fields are attributes. Keys the original does not know (for example
+    `embedding_size` or a converter's notes) are kept in `extra_fields` and written back
+    unchanged, so a read/write round trip never loses information.
+    """
+
+    def __init__(self, vocab_size: int, **kwargs):
+        fields = dict(_ORIGINAL_DEFAULTS)
+        fields["vocab_size"] = vocab_size
+        self.extra_fields: dict = {}
+        for key, value in kwargs.items():
+            if key in fields:
+                fields[key] = value
+            else:
+                self.extra_fields[key] = value
+        for key, value in fields.items():
+            setattr(self, key, value)
+        self.validate()
+
+    # === Validation ===
+    def validate(self, source: str = "BertConfig") -> None:
+        for name in _INT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise BertConfigError(
+                    f"{source}: field '{name}' must be a positive integer, found {value!r}"
+                )
+        if self.hidden_size % self.num_attention_heads:
+            raise BertConfigError(
+                f"{source}: hidden_size ({self.hidden_size}) is not a multiple of "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise BertConfigError(f"{source}: field '{name}' must be in [0, 1), found {value!r}")
+        if not isinstance(self.hidden_act, str):
+            raise BertConfigError(
+                f"{source}: field 'hidden_act' must be an activation name, found {self.hidden_act!r}"
+            )
+
+    @property
+    def head_size(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+    # === Dict and JSON ===
+    @classmethod
+    def from_dict(cls, values: dict, source: str = "BertConfig") -> BertConfig:
+        if not isinstance(values, dict):
+            raise BertConfigError(f"{source}: expected a JSON object, found {type(values).__name__}")
+        if "vocab_size" not in values:
+            raise BertConfigError(f"{source}: the required field 'vocab_size' is missing")
+        values = dict(values)
+        config = cls.__new__(cls)
+        config.extra_fields = {}
+        for key, default in _ORIGINAL_DEFAULTS.items():
+            setattr(config, key, values.pop(key, default))
+        config.extra_fields = values
+        config.validate(source)
+        return config
+
+    def to_dict(self) -> dict:
+        values = {key: getattr(self, key) for key in _ORIGINAL_DEFAULTS}
+        values.update(copy.deepcopy(self.extra_fields))
+        return values
+
+    @classmethod
+    def from_json_file(cls, path: str) -> BertConfig:
+        if not tf.io.gfile.exists(path):
+            raise FileNotFoundError(f"BERT config file not found: {path}")
+        with tf.io.gfile.GFile(path, "r") as reader:
+            text = reader.read()
+        try:
+            values = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise BertConfigError(
+                f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
+            ) from None
+        return cls.from_dict(values, source=path)
+
+    def to_json_string(self) -> str:
+        # Written as the original does: indent 2, sorted keys, trailing newline.
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def to_json_file(self, path: str) -> None:
+        """Writes atomically: a reader never sees a half-written bert_config.json."""
+        write_text_atomically(path, self.to_json_string())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, BertConfig) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"BertConfig({self.to_dict()})"
+
+
+def write_text_atomically(path: str, text: str) -> None:
+    """Writes `text` to `path` through a temporary name and a rename."""
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(temporary, "w") as writer:
+        writer.write(text)
+    tf.io.gfile.rename(temporary, path, overwrite=True)
+
+
+def count_vocab_lines(vocab_file: str) -> int:
+    """Number of entries in a vocab.txt (one token per line), as the original load_vocab reads it."""
+    if not tf.io.gfile.exists(vocab_file):
+        raise FileNotFoundError(f"vocab file not found: {vocab_file}")
+    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
+        data = reader.read()
+    count = data.count(b"\n")
+    if data and not data.endswith(b"\n"):
+        count += 1
+    return count
+
+
+def check_vocab_matches_config(
+    config: BertConfig, vocab_file: str, config_file: str | None = None
+) -> None:
+    """Raises BertConfigError when the vocab's line count is not `config.vocab_size`.
+
+    The original code silently produced NaNs or out-of-range ids in this case
+    (google-research/bert#82, #1138).
+    """
+    lines = count_vocab_lines(vocab_file)
+    if lines != config.vocab_size:
+        where = config_file or "the BERT config"
+        raise BertConfigError(
+            f"vocab file {vocab_file} has {lines} lines but {where} says vocab_size = "
+            f"{config.vocab_size}; they must be equal (use the vocab.txt that was released "
+            "with the checkpoint)"
+        )

@@ -1,0 +1,65 @@
+"""ClassificationHead: dropout and a linear layer over the pooled output."""
+
+import keras
+from keras import ops
+
+from official_bert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class ClassificationHead(keras.layers.Layer):
+    """Logits for `num_classes` classes from the pooled [CLS] vector.
+
+    Serves the next-sentence head of pre-training (2 classes, no dropout, as the original
+    `cls/seq_relationship`) and the fine-tuning classifier of run_classifier.py (dropout 0.1 on the
+    pooled output, then `output_weights`/`output_bias`). With num_classes=1 it is a regressor.
+
+    Call arguments:
+      pooled_output: float [batch, hidden_size].
+      training: bool, switches dropout.
+
+    Returns:
+      float32 logits [batch, num_classes].
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        dropout_rate: float = 0.0,
+        initializer_range: float = 0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=bert_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="logits",
+        )
+
+    def build(self, pooled_output_shape):
+        self.dense.build(pooled_output_shape)
+        self.built = True
+
+    def call(self, pooled_output, training=None):
+        hidden = self.dropout(pooled_output, training=training)
+        return ops.cast(self.dense(hidden), "float32")
+
+    def compute_output_shape(self, pooled_output_shape):
+        return (*pooled_output_shape[:-1], self.num_classes)
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            num_classes=self.num_classes,
+            dropout_rate=self.dropout_rate,
+            initializer_range=self.initializer_range,
+        )
+        return config

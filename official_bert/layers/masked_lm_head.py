@@ -1,0 +1,93 @@
+"""MaskedLMHead: predicts the original tokens at masked positions."""
+
+import keras
+from keras import ops
+
+from official_bert.activations import canonical_activation_name, get_activation
+from official_bert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class MaskedLMHead(keras.layers.Layer):
+    """The original BERT masked-LM head: dense + activation + LayerNorm, then a projection onto
+    the word-embedding table (weights tied with the input embeddings) plus a bias per token.
+
+    The output projection has no weight of its own: it reads `token_embedding.embeddings`, so the
+    owning model passes its encoder's word-embedding layer in. That tie is not part of
+    `get_config`; models that own a head rebuild it, tied, from their own config.
+
+    Call arguments:
+      sequence_output: float [batch, seq_length, hidden_size].
+      masked_positions: int32 [batch, num_predictions] indices into seq_length.
+
+    Returns:
+      float32 logits [batch, num_predictions, vocab_size].
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        hidden_size: int,
+        activation: str = "gelu",
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        token_embedding: keras.layers.Embedding | None = None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.activation = canonical_activation_name(activation)
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.token_embedding = token_embedding
+
+        # === Layers ===
+        self.transform_dense = keras.layers.Dense(
+            hidden_size,
+            activation=get_activation(self.activation),
+            kernel_initializer=bert_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="transform_dense",
+        )
+        self.transform_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="transform_layer_norm"
+        )
+
+    def build(self, sequence_output_shape=None, masked_positions_shape=None):
+        if self.token_embedding is None:
+            raise ValueError(
+                "MaskedLMHead needs `token_embedding` (the encoder's word-embedding layer) "
+                "to tie its output projection"
+            )
+        self.transform_dense.build((None, None, self.hidden_size))
+        self.transform_layer_norm.build((None, None, self.hidden_size))
+        self.output_bias = self.add_weight(
+            name="output_bias", shape=(self.vocab_size,), initializer="zeros"
+        )
+        self.built = True
+
+    def call(self, sequence_output, masked_positions):
+        gathered = ops.take_along_axis(
+            sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1
+        )
+        hidden = self.transform_layer_norm(self.transform_dense(gathered))
+        table = ops.cast(self.token_embedding.embeddings, hidden.dtype)
+        logits = ops.matmul(hidden, ops.transpose(table))
+        # Logits in float32 so the softmax cross-entropy is stable under mixed precision.
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+        return (*masked_positions_shape, self.vocab_size)
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size,
+            hidden_size=self.hidden_size,
+            activation=self.activation,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config

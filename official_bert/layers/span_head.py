@@ -1,0 +1,47 @@
+"""SpanHead: start and end logits of an answer span (SQuAD)."""
+
+import keras
+from keras import ops
+
+from official_bert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class SpanHead(keras.layers.Layer):
+    """A linear layer with 2 outputs per token, as the original run_squad.py `cls/squad` head.
+
+    Call arguments:
+      sequence_output: float [batch, seq_length, hidden_size].
+
+    Returns:
+      (start_logits, end_logits), each float32 [batch, seq_length].
+    """
+
+    def __init__(self, initializer_range: float = 0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.initializer_range = initializer_range
+
+        # === Layers ===
+        self.dense = keras.layers.Dense(
+            2,
+            kernel_initializer=bert_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="logits",
+        )
+
+    def build(self, sequence_output_shape):
+        self.dense.build(sequence_output_shape)
+        self.built = True
+
+    def call(self, sequence_output):
+        logits = ops.cast(self.dense(sequence_output), "float32")
+        return logits[..., 0], logits[..., 1]
+
+    def compute_output_shape(self, sequence_output_shape):
+        return tuple(sequence_output_shape[:-1]), tuple(sequence_output_shape[:-1])
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(initializer_range=self.initializer_range)
+        return config

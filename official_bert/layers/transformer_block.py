@@ -1,0 +1,124 @@
+"""TransformerBlock: one post-LayerNorm BERT encoder layer."""
+
+import keras
+
+from official_bert.activations import canonical_activation_name, get_activation
+from official_bert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention and a feed-forward network, each followed by residual + LayerNorm.
+
+    This is the original BERT layer ("post-LN"): x = LN(x + Dropout(Attention(x))), then
+    x = LN(x + Dropout(Dense(act(Dense(x))))). Attention uses `keras.layers.MultiHeadAttention`,
+    which applies the mask as an additive large negative bias before the softmax, as the
+    original's `-10000 * (1 - mask)` does (both give exactly 0 probability in float32).
+
+    Call arguments:
+      inputs: float [batch, seq_length, hidden_size].
+      attention_mask: bool or int [batch, seq_length, seq_length]; 1 where a query position
+        may attend to a key position.
+      training: bool, switches dropout (attention probabilities and hidden states).
+
+    Returns:
+      float [batch, seq_length, hidden_size].
+    """
+
+    def __init__(
+        self,
+        hidden_size: int,
+        num_attention_heads: int,
+        intermediate_size: int,
+        activation: str = "gelu",
+        hidden_dropout_rate: float = 0.1,
+        attention_dropout_rate: float = 0.1,
+        initializer_range: float = 0.02,
+        layer_norm_epsilon: float = 1e-12,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if hidden_size % num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({hidden_size}) is not a multiple of "
+                f"num_attention_heads ({num_attention_heads})"
+            )
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.activation = canonical_activation_name(activation)
+        self.hidden_dropout_rate = hidden_dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+        # === Layers ===
+        initializer = bert_initializer(initializer_range)
+        policy = self.dtype_policy
+        self.attention = keras.layers.MultiHeadAttention(
+            num_heads=num_attention_heads,
+            key_dim=hidden_size // num_attention_heads,
+            dropout=attention_dropout_rate,
+            kernel_initializer=initializer,
+            dtype=policy,
+            name="attention",
+        )
+        self.attention_dropout = keras.layers.Dropout(
+            hidden_dropout_rate, dtype=policy, name="attention_output_dropout"
+        )
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_size,
+            activation=get_activation(self.activation),
+            kernel_initializer=initializer,
+            dtype=policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer, dtype=policy, name="output"
+        )
+        self.output_dropout = keras.layers.Dropout(
+            hidden_dropout_rate, dtype=policy, name="output_dropout"
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm"
+        )
+
+    def build(self, input_shape):
+        hidden_shape = (None, None, self.hidden_size)
+        self.attention.build(hidden_shape, hidden_shape)
+        self.attention_layer_norm.build(hidden_shape)
+        self.intermediate_dense.build(hidden_shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def call(self, inputs, attention_mask=None, training=None):
+        attention_output = self.attention(
+            inputs, inputs, attention_mask=attention_mask, training=training
+        )
+        attention_output = self.attention_dropout(attention_output, training=training)
+        attention_output = self.attention_layer_norm(inputs + attention_output)
+        layer_output = self.output_dense(self.intermediate_dense(attention_output))
+        layer_output = self.output_dropout(layer_output, training=training)
+        return self.output_layer_norm(attention_output + layer_output)
+
+    def compute_output_shape(self, input_shape, attention_mask_shape=None):
+        return input_shape
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads,
+            intermediate_size=self.intermediate_size,
+            activation=self.activation,
+            hidden_dropout_rate=self.hidden_dropout_rate,
+            attention_dropout_rate=self.attention_dropout_rate,
+            initializer_range=self.initializer_range,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+        )
+        return config

@@ -1,0 +1,8 @@
+"""BERT models: layers wired together."""
+
+from official_bert.models.bert_classifier import BertClassifier
+from official_bert.models.bert_encoder import BertEncoder
+from official_bert.models.bert_pretrainer import BertPretrainer
+from official_bert.models.bert_span_labeler import BertSpanLabeler
+
+__all__ = ["BertClassifier", "BertEncoder", "BertPretrainer", "BertSpanLabeler"]

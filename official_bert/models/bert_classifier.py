@@ -1,0 +1,61 @@
+"""BertClassifier: encoder + classification head on the pooled output."""
+
+from __future__ import annotations
+
+import keras
+
+from official_bert.layers.classification_head import ClassificationHead
+from official_bert.models.bert_encoder import BertEncoder
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertClassifier(keras.Model):
+    """Sentence (pair) classification as the original run_classifier.py.
+
+    Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
+    (int32 [batch, seq_length]).
+
+    Returns:
+      float32 logits [batch, num_classes] (num_classes=1 for regression such as STS-B).
+    """
+
+    def __init__(
+        self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.num_classes = num_classes
+        self.dropout_rate = dropout_rate
+        self.classifier = ClassificationHead(
+            num_classes=num_classes,
+            dropout_rate=dropout_rate,
+            initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy,
+            name="classifier",
+        )
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.classifier.build((None, self.encoder.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        pooled_output = self.encoder(inputs, training=training)["pooled_output"]
+        return self.classifier(pooled_output, training=training)
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            encoder=keras.saving.serialize_keras_object(self.encoder),
+            num_classes=self.num_classes,
+            dropout_rate=self.dropout_rate,
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)

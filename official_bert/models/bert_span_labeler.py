@@ -1,0 +1,50 @@
+"""BertSpanLabeler: encoder + start/end span head (SQuAD)."""
+
+from __future__ import annotations
+
+import keras
+
+from official_bert.layers.span_head import SpanHead
+from official_bert.models.bert_encoder import BertEncoder
+
+
+@keras.saving.register_keras_serializable(package="official_bert")
+class BertSpanLabeler(keras.Model):
+    """Answer-span prediction as the original run_squad.py.
+
+    Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
+    (int32 [batch, seq_length]).
+
+    Returns:
+      dict with `start_logits` and `end_logits`, each float32 [batch, seq_length].
+    """
+
+    def __init__(self, encoder: BertEncoder, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.span = SpanHead(
+            initializer_range=encoder.initializer_range, dtype=encoder.dtype_policy, name="span"
+        )
+
+    def build(self, input_shape=None):
+        if not self.encoder.built:
+            self.encoder.build()
+        self.span.build((None, None, self.encoder.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        sequence_output = self.encoder(inputs, training=training)["sequence_output"]
+        start_logits, end_logits = self.span(sequence_output)
+        return {"start_logits": start_logits, "end_logits": end_logits}
+
+    # === Config ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(encoder=keras.saving.serialize_keras_object(self.encoder))
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        return cls(**config)
