@@ -74,7 +74,9 @@ class BertConfig:
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise BertConfigError(f"{source}: field '{name}' must be in [0, 1), found {value!r}")
+                raise BertConfigError(
+                    f"{source}: field '{name}' must be in [0, 1), found {value!r}"
+                )
         if not isinstance(self.hidden_act, str):
             raise BertConfigError(
                 f"{source}: field 'hidden_act' must be an activation name, found {self.hidden_act!r}"
@@ -88,7 +90,9 @@ class BertConfig:
     @classmethod
     def from_dict(cls, values: dict, source: str = "BertConfig") -> BertConfig:
         if not isinstance(values, dict):
-            raise BertConfigError(f"{source}: expected a JSON object, found {type(values).__name__}")
+            raise BertConfigError(
+                f"{source}: expected a JSON object, found {type(values).__name__}"
+            )
         if "vocab_size" not in values:
             raise BertConfigError(f"{source}: the required field 'vocab_size' is missing")
         values = dict(values)

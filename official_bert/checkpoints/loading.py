@@ -49,7 +49,9 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
     elif checkpoint_format == "object":
         object_checkpoint.read_object_checkpoint(path, model, **kwargs)
     else:
-        raise ValueError(f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}")
+        raise ValueError(
+            f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
+        )
     return checkpoint_format
 
 
@@ -61,4 +63,43 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
         return safetensors_bert.write_safetensors_checkpoint(model, path)
     if checkpoint_format == "object":
         return object_checkpoint.write_object_checkpoint(model, path)
-    raise ValueError(f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}")
+    raise ValueError(
+        f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
+    )
+
+
+def read_bert_config(path: str):
+    """A BertConfig from an original `bert_config.json` or a Hugging Face `config.json`.
+
+    The two spell "gelu" differently (tanh form in the original, erf form in HF), so they must
+    not be confused: a file with HF-only keys (`model_type`, `architectures`, `layer_norm_eps`)
+    is read as HF.
+    """
+    import json
+
+    from official_bert.config import BertConfig, BertConfigError
+
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"BERT config file not found: {path}")
+    with tf.io.gfile.GFile(path, "r") as reader:
+        try:
+            values = json.load(reader)
+        except json.JSONDecodeError as error:
+            raise BertConfigError(f"{path}: not valid JSON ({error})") from None
+    if isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(values):
+        return safetensors_bert.bert_config_from_hf(values, source=path)
+    return BertConfig.from_dict(values, source=path)
+
+
+def find_bert_config(init_checkpoint: str | None) -> str | None:
+    """The config file that sits beside a checkpoint (bert_config.json or HF config.json)."""
+    if not init_checkpoint:
+        return None
+    directory = (
+        init_checkpoint if os.path.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
+    )
+    for name in ("bert_config.json", "config.json"):
+        candidate = os.path.join(directory, name)
+        if os.path.exists(candidate):
+            return candidate
+    return None

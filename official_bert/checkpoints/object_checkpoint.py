@@ -8,12 +8,15 @@ pre-training model from an encoder-only one (its heads then keep their initializ
 
 from __future__ import annotations
 
+import os
+
 import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints.original_tf1 import (
     CheckpointMismatchError,
     resolve_checkpoint_prefix,
+    write_checkpoint_state,
 )
 
 # The position table is reached only through the encoder (the word table is shared with the
@@ -28,8 +31,12 @@ def is_object_checkpoint(path: str) -> bool:
 
 
 def write_object_checkpoint(model, prefix: str) -> str:
-    """Writes `model` as `tf.train.Checkpoint(model=model)` at `prefix`; returns the path."""
-    return tf.train.Checkpoint(model=model).write(prefix)
+    """Writes `model` as `tf.train.Checkpoint(model=model)` at `prefix`, then the `checkpoint`
+    state file of its directory (last, so the directory never names a half-written checkpoint).
+    Returns the prefix."""
+    path = tf.train.Checkpoint(model=model).write(prefix)
+    write_checkpoint_state(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    return path
 
 
 def _nest(path: str, **children) -> tf.train.Checkpoint:
@@ -82,6 +89,8 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
         status = checkpoint.read(prefix)
         status.assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.InvalidArgumentError) as error:
-        raise CheckpointMismatchError(f"checkpoint {prefix} does not fit the model: {error}") from None
+        raise CheckpointMismatchError(
+            f"checkpoint {prefix} does not fit the model: {error}"
+        ) from None
     status.expect_partial()
     logging.info("Restored %s from object-based checkpoint %s", type(model).__name__, prefix)

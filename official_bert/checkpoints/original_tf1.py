@@ -163,15 +163,22 @@ def write_original_checkpoint(model, prefix: str) -> str:
         written = sorted(os.listdir(staging))
         for name in written:
             os.replace(os.path.join(staging, name), os.path.join(directory, name))
-        # The state file names the checkpoint by a relative path, so the folder can be moved.
-        write_text_atomically(
-            os.path.join(directory, "checkpoint"),
-            f'model_checkpoint_path: "{basename}"\nall_model_checkpoint_paths: "{basename}"\n',
-        )
+        write_checkpoint_state(directory, basename)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Wrote %d variables in the original BERT layout to %s", len(entries), prefix)
     return prefix
+
+
+def write_checkpoint_state(directory: str, basename: str) -> None:
+    """Writes the `checkpoint` state file that makes `directory` resolve to `basename`.
+
+    The path is relative, so the folder can be moved or copied elsewhere.
+    """
+    write_text_atomically(
+        os.path.join(directory, "checkpoint"),
+        f'model_checkpoint_path: "{basename}"\nall_model_checkpoint_paths: "{basename}"\n',
+    )
 
 
 def read_checkpoint_arrays(path: str) -> dict[str, np.ndarray]:

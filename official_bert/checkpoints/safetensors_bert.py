@@ -71,8 +71,13 @@ _HF_TO_OURS_ACTIVATION = {
     "silu": "swish",
     "swish": "swish",
 }
-_OURS_TO_HF_ACTIVATION = {"gelu": "gelu_new", "gelu_exact": "gelu", "relu": "relu", "tanh": "tanh",
-                          "swish": "silu"}
+_OURS_TO_HF_ACTIVATION = {
+    "gelu": "gelu_new",
+    "gelu_exact": "gelu",
+    "relu": "relu",
+    "tanh": "tanh",
+    "swish": "silu",
+}
 _SHARED_FIELDS = (
     "vocab_size",
     "hidden_size",

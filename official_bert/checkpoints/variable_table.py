@@ -113,9 +113,15 @@ def encoder_entries(encoder) -> list[WeightEntry]:
             "encoder",
         )
         entries += _dense(
-            f"{prefix}/output/dense", block.output_dense, encoder.intermediate_size, hidden, "encoder"
+            f"{prefix}/output/dense",
+            block.output_dense,
+            encoder.intermediate_size,
+            hidden,
+            "encoder",
         )
-        entries += _layer_norm(f"{prefix}/output/LayerNorm", block.output_layer_norm, hidden, "encoder")
+        entries += _layer_norm(
+            f"{prefix}/output/LayerNorm", block.output_layer_norm, hidden, "encoder"
+        )
     entries += _dense("bert/pooler/dense", encoder.pooler, hidden, hidden, "encoder")
     return entries
 
@@ -124,7 +130,11 @@ def _output_weights(prefix, dense, hidden, num_classes, part):
     # The original heads store [num_classes, hidden] "output_weights" and use transpose_b.
     return [
         WeightEntry(
-            f"{prefix}output_weights", dense.kernel, (num_classes, hidden), transpose=True, part=part
+            f"{prefix}output_weights",
+            dense.kernel,
+            (num_classes, hidden),
+            transpose=True,
+            part=part,
         ),
         WeightEntry(f"{prefix}output_bias", dense.bias, (num_classes,), part=part),
     ]

@@ -19,9 +19,7 @@ class BertClassifier(keras.Model):
       float32 logits [batch, num_classes] (num_classes=1 for regression such as STS-B).
     """
 
-    def __init__(
-        self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs
-    ):
+    def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.num_classes = num_classes

@@ -167,7 +167,11 @@ class BertEncoder(keras.Model):
     def dummy_inputs(self, batch_size: int = 1, seq_length: int = 8) -> dict:
         """All-[0] int32 inputs of the given size, e.g. to build the model."""
         zeros = ops.zeros((batch_size, seq_length), "int32")
-        return {"input_word_ids": zeros, "input_mask": ops.ones_like(zeros), "input_type_ids": zeros}
+        return {
+            "input_word_ids": zeros,
+            "input_mask": ops.ones_like(zeros),
+            "input_type_ids": zeros,
+        }
 
     # === Config ===
     def get_config(self):

@@ -1,0 +1,100 @@
+"""Converting BERT weights between layouts, with bert_config.json and vocab.txt beside them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from absl import logging
+
+from official_bert.checkpoints import loading, safetensors_bert
+from official_bert.checkpoints.original_tf1 import CheckpointMismatchError
+from official_bert.config import BertConfig, check_vocab_matches_config
+
+# The file (or prefix) each format is written to inside the output directory.
+OUTPUT_NAMES = {
+    "tf1": "bert_model.ckpt",
+    "safetensors": "model.safetensors",
+    "object": "model.ckpt",
+}
+
+
+def load_model_with_available_heads(config: BertConfig, path: str, checkpoint_format: str):
+    """The richest of our models that the checkpoint fills completely: BertPretrainer with MLM
+    and next-sentence heads, with the MLM head only, or a bare BertEncoder."""
+    from official_bert.models import BertEncoder, BertPretrainer
+
+    for use_next_sentence_label in (True, False):
+        model = BertPretrainer(
+            BertEncoder.from_bert_config(config), use_next_sentence_label=use_next_sentence_label
+        )
+        model.build()
+        try:
+            loading.load_bert_weights(model, path, checkpoint_format, require_heads=True)
+            return model
+        except CheckpointMismatchError as error:
+            logging.info("Not a %s checkpoint with heads: %s", type(model).__name__, error)
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    loading.load_bert_weights(encoder, path, checkpoint_format)
+    return encoder
+
+
+def convert_checkpoint(
+    input_checkpoint: str,
+    output_dir: str,
+    output_format: str,
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    input_format: str | None = None,
+) -> str:
+    """Converts `input_checkpoint` into `output_dir` in `output_format`.
+
+    Writes the weights (heads included when the input has them), `bert_config.json` (and for
+    safetensors also the HF `config.json`) and, when a vocab is known, `vocab.txt`.
+    Returns the path of the written weights.
+    """
+    input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
+    bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
+    if bert_config_file is None:
+        raise FileNotFoundError(
+            f"no bert_config.json or config.json beside {input_checkpoint}; pass --bert_config_file"
+        )
+    config = loading.read_bert_config(bert_config_file)
+    if vocab_file is None:
+        candidate = os.path.join(
+            input_checkpoint
+            if os.path.isdir(input_checkpoint)
+            else os.path.dirname(input_checkpoint),
+            "vocab.txt",
+        )
+        vocab_file = candidate if os.path.exists(candidate) else None
+    if vocab_file is not None:
+        check_vocab_matches_config(config, vocab_file, bert_config_file)
+
+    model = load_model_with_available_heads(config, input_checkpoint, input_format)
+    os.makedirs(output_dir, exist_ok=True)
+    output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
+    written = loading.save_bert_weights(model, output_path, output_format)
+    config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    if output_format == "safetensors":
+        architecture = (
+            "BertModel" if model is getattr(model, "encoder", model) else "BertForPreTraining"
+        )
+        safetensors_bert.write_hf_config(
+            config, os.path.join(output_dir, "config.json"), architecture
+        )
+    if vocab_file is not None:
+        target = os.path.join(output_dir, "vocab.txt")
+        if os.path.abspath(vocab_file) != os.path.abspath(target):
+            shutil.copyfile(vocab_file, target + ".tmp")
+            os.replace(target + ".tmp", target)
+    logging.info(
+        "Converted %s (%s) to %s (%s, %s)",
+        input_checkpoint,
+        input_format,
+        written,
+        output_format,
+        type(model).__name__,
+    )
+    return written

@@ -1,0 +1,621 @@
+"""WordPiece tokenization: the original BERT tokenizer in pure Python, and its fast in-graph twin.
+
+`FullTokenizer` (with `BasicTokenizer` and `WordpieceTokenizer`) reproduces the semantics of the
+original google-research/bert `tokenization.py` and is the reference: pretraining data, GLUE and
+SQuAD features are made with it. `FastWordpieceBertTokenizer` rebuilds the same pipeline from
+TensorFlow / tensorflow_text ops so that it runs inside a `tf.function`, a `tf.data` map or an
+exported SavedModel, and returns the same ids; the few places where it cannot agree are listed in
+its docstring and pinned by tests.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+import sys
+import unicodedata
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+# === The original pure-Python tokenizer ===
+
+# Google's released checkpoints, by directory name, and whether they expect lower-cased input.
+_LOWER_CASE_MODELS = (
+    "uncased_L-24_H-1024_A-16",
+    "uncased_L-12_H-768_A-12",
+    "multilingual_L-12_H-768_A-12",
+    "chinese_L-12_H-768_A-12",
+)
+_CASED_MODELS = (
+    "cased_L-12_H-768_A-12",
+    "cased_L-24_H-1024_A-16",
+    "multi_cased_L-12_H-768_A-12",
+)
+
+# The CJK blocks the original spaces out character by character (its _is_chinese_char). Hangul,
+# kana and the rest are deliberately absent: they are written with spaces between words.
+_CJK_RANGES = (
+    (0x4E00, 0x9FFF),
+    (0x3400, 0x4DBF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B820, 0x2CEAF),
+    (0xF900, 0xFAFF),
+    (0x2F800, 0x2FA1F),
+)
+
+
+def convert_to_unicode(text: str | bytes) -> str:
+    """Returns `text` as `str`; bytes are decoded as UTF-8, dropping invalid bytes (as the original)."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError(f"Unsupported string type: {type(text).__name__} (expected str or bytes)")
+
+
+def load_vocab(vocab_file: str | os.PathLike) -> collections.OrderedDict[str, int]:
+    """Reads a `vocab.txt`: one token a line, the id is the line number (from 0).
+
+    As in the original, each line is stripped of surrounding whitespace, and when a token appears
+    twice the later line wins (so ids can skip numbers). Paths go through `tf.io.gfile`, so
+    `gs://` works as it did in the original release.
+
+    Raises:
+      FileNotFoundError: `vocab_file` does not exist.
+      ValueError: a line is not valid UTF-8 (the file and line number are named).
+    """
+    path = os.fspath(vocab_file)
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    with tf.io.gfile.GFile(path, "rb") as reader:
+        data = reader.read()
+    # The original reads with readline(), which splits on "\n" only (not on "\r" or U+2028).
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    vocab: collections.OrderedDict[str, int] = collections.OrderedDict()
+    for index, line in enumerate(lines):
+        try:
+            token = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(
+                f"{path}, line {index + 1}: not valid UTF-8 ({error.reason} at byte "
+                f"{error.start}): {line!r}"
+            ) from None
+        vocab[token.strip()] = index
+    return vocab
+
+
+def convert_by_vocab(vocab, items):
+    """Maps each item through `vocab`; a missing item raises KeyError naming it."""
+    output = []
+    for item in items:
+        try:
+            output.append(vocab[item])
+        except KeyError:
+            raise KeyError(f"{item!r} is not in the vocabulary") from None
+    return output
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    return convert_by_vocab(inv_vocab, ids)
+
+
+def whitespace_tokenize(text: str) -> list[str]:
+    """Splits on whitespace as Python's `str.split()` sees it (this includes U+2028 and U+2029)."""
+    return text.split()
+
+
+def _is_whitespace(char: str) -> bool:
+    # \t, \n and \r are control characters in Unicode, but the original counts them as spaces.
+    if char in " \t\n\r":
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char: str) -> bool:
+    if char in "\t\n\r":
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char: str) -> bool:
+    code_point = ord(char)
+    # All non-alphanumeric ASCII counts, even "$", "^", "`" and "+" which Unicode files as symbols.
+    if (
+        33 <= code_point <= 47
+        or 58 <= code_point <= 64
+        or 91 <= code_point <= 96
+        or 123 <= code_point <= 126
+    ):
+        return True
+    return unicodedata.category(char).startswith("P")
+
+
+def _is_chinese_char(code_point: int) -> bool:
+    return any(low <= code_point <= high for low, high in _CJK_RANGES)
+
+
+class BasicTokenizer:
+    """Cleans text, splits on whitespace and punctuation, and (uncased) lower-cases and strips accents.
+
+    Args:
+      do_lower_case: lower-case with `str.lower()`, then drop accents (NFD, category Mn removed).
+    """
+
+    def __init__(self, do_lower_case: bool = True):
+        self.do_lower_case = do_lower_case
+
+    def tokenize(self, text: str | bytes) -> list[str]:
+        """Returns the words of `text` (before WordPiece), as a list of str."""
+        text = convert_to_unicode(text)
+        text = self._clean_text(text)
+        # Added in the original for the multilingual and Chinese models; harmless for English,
+        # whose vocabularies hold a few CJK characters anyway.
+        text = self._tokenize_chinese_chars(text)
+        split_tokens = []
+        for token in whitespace_tokenize(text):
+            if self.do_lower_case:
+                token = token.lower()
+                token = self._run_strip_accents(token)
+            split_tokens.extend(self._run_split_on_punc(token))
+        return whitespace_tokenize(" ".join(split_tokens))
+
+    def _run_strip_accents(self, text: str) -> str:
+        text = unicodedata.normalize("NFD", text)
+        return "".join(char for char in text if unicodedata.category(char) != "Mn")
+
+    def _run_split_on_punc(self, text: str) -> list[str]:
+        words: list[list[str]] = []
+        start_new_word = True
+        for char in text:
+            if _is_punctuation(char):
+                words.append([char])
+                start_new_word = True
+            else:
+                if start_new_word:
+                    words.append([])
+                start_new_word = False
+                words[-1].append(char)
+        return ["".join(word) for word in words]
+
+    def _tokenize_chinese_chars(self, text: str) -> str:
+        output = []
+        for char in text:
+            if _is_chinese_char(ord(char)):
+                output.extend((" ", char, " "))
+            else:
+                output.append(char)
+        return "".join(output)
+
+    def _clean_text(self, text: str) -> str:
+        output = []
+        for char in text:
+            code_point = ord(char)
+            if code_point == 0 or code_point == 0xFFFD or _is_control(char):
+                continue
+            output.append(" " if _is_whitespace(char) else char)
+        return "".join(output)
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece over whitespace-separated words.
+
+    Args:
+      vocab: token -> id (only membership is used).
+      unk_token: emitted once for a word that cannot be covered by vocabulary pieces.
+      max_input_chars_per_word: longer words (in characters, not bytes) become `unk_token`.
+    """
+
+    def __init__(self, vocab, unk_token: str = "[UNK]", max_input_chars_per_word: int = 200):
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+
+    def tokenize(self, text: str | bytes) -> list[str]:
+        """Returns the wordpieces of `text`, e.g. "unaffable" -> ["un", "##aff", "##able"].
+
+        `text` should already have been through `BasicTokenizer`.
+        """
+        text = convert_to_unicode(text)
+        output_tokens = []
+        for token in whitespace_tokenize(text):
+            if len(token) > self.max_input_chars_per_word:
+                output_tokens.append(self.unk_token)
+                continue
+            pieces = []
+            start = 0
+            while start < len(token):
+                end = len(token)
+                piece = None
+                while start < end:
+                    candidate = token[start:end]
+                    if start > 0:
+                        candidate = "##" + candidate
+                    if candidate in self.vocab:
+                        piece = candidate
+                        break
+                    end -= 1
+                if piece is None:
+                    # One unmatched position spoils the whole word, as in the original.
+                    pieces = [self.unk_token]
+                    break
+                pieces.append(piece)
+                start = end
+            output_tokens.extend(pieces)
+        return output_tokens
+
+
+class FullTokenizer:
+    """The original end-to-end tokenizer: `BasicTokenizer` then `WordpieceTokenizer`.
+
+    Args:
+      vocab_file: path of `vocab.txt` (one token a line).
+      do_lower_case: True for uncased models. See `validate_case_matches_checkpoint`.
+
+    Attributes:
+      vocab: OrderedDict token -> id, as `load_vocab` returns it.
+      inv_vocab: dict id -> token.
+    """
+
+    def __init__(self, vocab_file: str | os.PathLike, do_lower_case: bool = True):
+        self.vocab = load_vocab(vocab_file)
+        self.inv_vocab = {index: token for token, index in self.vocab.items()}
+        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
+
+    def tokenize(self, text: str | bytes) -> list[str]:
+        """Returns the wordpieces of `text` as a list of str."""
+        return [
+            piece
+            for word in self.basic_tokenizer.tokenize(text)
+            for piece in self.wordpiece_tokenizer.tokenize(word)
+        ]
+
+    def convert_tokens_to_ids(self, tokens) -> list[int]:
+        """Raises KeyError naming the first token that is not in the vocabulary."""
+        return convert_by_vocab(self.vocab, tokens)
+
+    def convert_ids_to_tokens(self, ids) -> list[str]:
+        """Raises KeyError naming the first id that is not in the vocabulary."""
+        return convert_by_vocab(self.inv_vocab, ids)
+
+
+# === The fast in-graph tokenizer ===
+
+# Capital letters of Unicode 14.0 (Python 3.11's database) that `tf.strings.lower` leaves alone
+# because the ICU case tables inside TensorFlow 2.21 predate them; Python's `str.lower()` maps each
+# one to a single lower-case code point. A test compares both lowerings on every code point.
+_CAPITALS_UNKNOWN_TO_TF_LOWER = (
+    (0x2C2F, 0x2C2F),  # Glagolitic caudate chrivi
+    (0xA7C0, 0xA7C0),  # Latin old Polish o
+    (0xA7D0, 0xA7D0),  # Latin closed insular g
+    (0xA7D6, 0xA7D6),  # Latin middle Scots s
+    (0xA7D8, 0xA7D8),  # Latin sigmoid s
+    (0x10570, 0x10595),  # Vithkuqi capitals (the three unassigned gaps map to themselves)
+)
+_CAPITAL_SIGMA = "\u03a3"
+
+
+def _re2_class(code_points, negate: bool = False) -> str:
+    """An RE2 character class matching exactly `code_points` (sorted ints), or all others."""
+    ranges: list[list[int]] = []
+    for code_point in code_points:
+        if ranges and ranges[-1][1] == code_point - 1:
+            ranges[-1][1] = code_point
+        else:
+            ranges.append([code_point, code_point])
+    parts = [
+        f"\\x{{{low:X}}}" if low == high else f"\\x{{{low:X}}}-\\x{{{high:X}}}"
+        for low, high in ranges
+    ]
+    return ("[^" if negate else "[") + "".join(parts) + "]"
+
+
+@functools.cache
+def _character_classes() -> dict[str, str]:
+    """RE2 classes for each character test of `BasicTokenizer`, from Python's `unicodedata`.
+
+    RE2's own `\\p{..}` tables follow a newer Unicode than Python 3.11 (14.0) and disagree on
+    about 60 recently assigned code points; building the classes from the database the reference
+    reads makes the two agree on every code point. Returns a dict of RE2 patterns:
+
+    - "dropped": what `_clean_text` removes;
+    - "whitespace": what splits words without being kept;
+    - "kept_delimiter": punctuation and CJK ideographs, split off as one-character words;
+    - "nonspacing_mark": category Mn, removed after NFD when lower-casing;
+    - "final_sigma": a capital sigma that `str.lower()` turns into a final sigma, with the
+      context before it as group 1 and the context after it as group 2.
+    """
+    code_points_by_category = collections.defaultdict(list)
+    category = unicodedata.category
+    for code_point in range(sys.maxunicode + 1):
+        # Surrogates (category Cs) land in no class: they cannot occur in valid UTF-8.
+        code_points_by_category[category(chr(code_point))].append(code_point)
+
+    # The tests of _clean_text, _is_whitespace + str.split(), _is_punctuation, _is_chinese_char
+    # and _run_strip_accents, written per category to take one pass over the code points; a test
+    # checks them code point by code point against BasicTokenizer.
+    dropped = {0, 0xFFFD}
+    dropped.update(code_points_by_category["Cc"], code_points_by_category["Cf"])
+    dropped -= {ord("\t"), ord("\n"), ord("\r")}
+    whitespace = {ord(" "), ord("\t"), ord("\n"), ord("\r")}
+    whitespace.update(code_points_by_category["Zs"])
+    # str.split() also splits on U+2028 and U+2029 (categories Zl, Zp), which _clean_text keeps.
+    for name in ("Zl", "Zp", "Cc"):
+        whitespace.update(cp for cp in code_points_by_category[name] if chr(cp).isspace())
+    whitespace -= dropped
+    kept_delimiter = {
+        cp
+        for low, high in ((33, 47), (58, 64), (91, 96), (123, 126), *_CJK_RANGES)
+        for cp in range(low, high + 1)
+    }
+    for name in ("Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po"):
+        kept_delimiter.update(code_points_by_category[name])
+
+    # Python's final-sigma rule: a capital sigma preceded by a cased letter and not followed by
+    # one, case-ignorable characters skipped on both sides. unicodedata does not expose the
+    # Cased and Case_Ignorable properties, so they are read off str.lower() itself: "A" + c + Σ
+    # ends in a final sigma iff c is case-ignorable or cased, " " + c + Σ iff c is cased and not
+    # case-ignorable (a cased case-ignorable character is always skipped, so that is the only
+    # cased set the rule reads). Unassigned and private-use code points have neither property.
+    case_ignorable, cased = set(), set()
+    for name, code_points in code_points_by_category.items():
+        if name in ("Cn", "Co", "Cs"):
+            continue
+        for code_point in code_points:
+            char = chr(code_point)
+            if ("A" + char + _CAPITAL_SIGMA).lower()[-1] == "\u03c2":
+                if (" " + char + _CAPITAL_SIGMA).lower()[-1] == "\u03c2":
+                    cased.add(code_point)
+                else:
+                    case_ignorable.add(code_point)
+    case_ignorable_run = _re2_class(sorted(case_ignorable)) + "*"
+    final_sigma = (
+        f"({_re2_class(sorted(cased))}{case_ignorable_run})\\x{{3A3}}"
+        f"({case_ignorable_run}(?:{_re2_class(sorted(cased | case_ignorable), negate=True)}|$))"
+    )
+    classes = {
+        "dropped": dropped,
+        "whitespace": whitespace,
+        "kept_delimiter": kept_delimiter,
+        "nonspacing_mark": code_points_by_category["Mn"],
+    }
+    patterns = {name: _re2_class(sorted(members)) for name, members in classes.items()}
+    patterns["final_sigma"] = final_sigma
+    return patterns
+
+
+class FastWordpieceBertTokenizer(tf.Module):
+    """`FullTokenizer` rebuilt from TensorFlow ops: same ids, usable in graphs, tf.data and exports.
+
+    The pipeline repeats the original step by step, on whole strings instead of words:
+
+    1. invalid UTF-8 is dropped (as `convert_to_unicode` decodes bytes with errors="ignore");
+    2. `_clean_text`: NUL, U+FFFD and control/format characters (Cc, Cf but \\t \\n \\r) removed;
+    3. uncased only: `str.lower()` via `tf.strings.lower(encoding="utf-8")` (ICU full case
+       mapping), NFD via `tensorflow_text.normalize_utf8`, then category Mn removed;
+    4. words split on whitespace (Zs, \\t \\n \\r, U+2028, U+2029), with each punctuation character
+       and each CJK ideograph of the original's ranges kept as a word of its own;
+    5. words over `max_input_chars_per_word` characters (not bytes) become "[UNK]", the others go
+       through `tensorflow_text.FastWordpieceTokenizer` (greedy longest match first, "##" suffixes,
+       a word that cannot be covered becomes one "[UNK]").
+
+    `tensorflow_text.BertTokenizer` is not used because its lower-casing is NFKC_Casefold, which
+    disagrees with the original on about 0.15% of English sentences (full-width forms, ligatures,
+    default-ignorable code points, ...).
+
+    Python 3.11 knows Unicode 14.0; TensorFlow 2.21 has RE2 tables of Unicode 15, ICU case tables
+    of Unicode 13 and ICU normalization tables of Unicode 16. To agree with the reference anyway,
+    every character class is built from Python's `unicodedata` (`_character_classes`), and batches
+    holding a capital sigma or a Unicode 14.0 capital take a slower exact path: final sigmas are
+    decided with Python's rule before ICU lower-cases, and `_CAPITALS_UNKNOWN_TO_TF_LOWER` are
+    mapped by table. Lower-casing the whole string instead of each whitespace-separated word is
+    equivalent because the final sigma is the only context `str.lower()` reads, and its context
+    stops at whitespace and CJK ideographs (neither cased nor case-ignorable).
+
+    Known difference from `FullTokenizer`, pinned by a test: NFD (uncased only) decomposes 20
+    characters assigned in Unicode 16.0 that Python 3.11 does not know (U+105C9, U+105E4, U+11383,
+    U+11385, U+1138E, U+11391, U+113C5, U+113C7, U+113C8, U+16121..U+16128, U+16D68..U+16D6A:
+    Todhri, Tulu-Tigalari, Gurung Khema and Kirat Rai), and orders combining marks assigned after
+    Unicode 14.0 by their combining class where Python sees unassigned starters. Such a word
+    differs as a string; its ids differ only if the vocabulary holds characters assigned after
+    Unicode 14.0 (else both sides give one "[UNK]"), which no released BERT vocabulary does.
+
+    Args:
+      vocab_file: path of `vocab.txt`, one token a line (id = line number, as `load_vocab`).
+      do_lower_case: True for uncased models, as for `FullTokenizer`.
+      max_input_chars_per_word: longer words become "[UNK]" (the original's 200).
+      name: name of the tf.Module.
+
+    Attributes:
+      vocab_size: int, the number of lines of `vocab_file` (the embedding table size).
+      cls_id, sep_id, pad_id, mask_id, unk_id: int ids of "[CLS]", "[SEP]", "[PAD]", "[MASK]",
+        "[UNK]"; reading one that the vocabulary lacks raises KeyError.
+    """
+
+    _UNK_TOKEN = "[UNK]"
+    _SPECIAL_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]")
+
+    def __init__(
+        self,
+        vocab_file: str | os.PathLike,
+        do_lower_case: bool = True,
+        max_input_chars_per_word: int = 200,
+        name: str | None = None,
+    ):
+        super().__init__(name=name)
+        self._vocab_file = os.fspath(vocab_file)
+        self.do_lower_case = do_lower_case
+        self.max_input_chars_per_word = max_input_chars_per_word
+        vocab = load_vocab(vocab_file)
+        if self._UNK_TOKEN not in vocab:
+            raise ValueError(
+                f"{self._vocab_file} has no {self._UNK_TOKEN!r} line; the tokenizer emits it for "
+                "words it cannot split, so the vocabulary must contain it."
+            )
+        self._special_ids = {
+            token: vocab[token] for token in self._SPECIAL_TOKENS if token in vocab
+        }
+        self.vocab_size = max(vocab.values()) + 1
+        self._wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self._wordpiece_vocab(vocab),
+            suffix_indicator="##",
+            # A UTF-8 character has at most 4 bytes, so this byte limit never cuts a word that
+            # the character limit (applied in `tokenize`) lets through.
+            max_bytes_per_word=4 * max_input_chars_per_word,
+            token_out_type=tf.int32,
+            unknown_token=self._UNK_TOKEN,
+            no_pretokenization=True,
+        )
+        classes = _character_classes()
+        self._dropped_pattern = classes["dropped"]
+        self._nonspacing_mark_pattern = classes["nonspacing_mark"]
+        self._delimiter_pattern = f"{classes['whitespace']}+|{classes['kept_delimiter']}"
+        self._kept_delimiter_pattern = classes["kept_delimiter"]
+        self._final_sigma_pattern = classes["final_sigma"]
+        capitals = [
+            code_point
+            for low, high in _CAPITALS_UNKNOWN_TO_TF_LOWER
+            for code_point in range(low, high + 1)
+        ]
+        self._needs_exact_lower_pattern = (
+            "(?s).*" + _re2_class(sorted([*capitals, ord(_CAPITAL_SIGMA)])) + ".*"
+        )
+        self._capital_code_points = tf.constant(capitals, tf.int32)
+        self._lower_code_points = tf.constant(
+            [ord(chr(code_point).lower()) for code_point in capitals], tf.int32
+        )
+
+    @property
+    def cls_id(self) -> int:
+        return self._special_id("[CLS]")
+
+    @property
+    def sep_id(self) -> int:
+        return self._special_id("[SEP]")
+
+    @property
+    def pad_id(self) -> int:
+        return self._special_id("[PAD]")
+
+    @property
+    def mask_id(self) -> int:
+        return self._special_id("[MASK]")
+
+    @property
+    def unk_id(self) -> int:
+        return self._special_id("[UNK]")
+
+    def _special_id(self, token: str) -> int:
+        if token not in self._special_ids:
+            raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file}")
+        return self._special_ids[token]
+
+    @staticmethod
+    def _wordpiece_vocab(vocab) -> list[str]:
+        """The vocabulary as a list indexed by id, with unreachable lines filled in.
+
+        Lines that `load_vocab` dropped (a token repeated later, whose later line wins) and empty
+        lines can never be produced by the original; they get a placeholder with "[", which no
+        word contains (it is punctuation), so that ids stay equal to line numbers.
+        """
+        tokens = [f"[unreachable line {index + 1}]" for index in range(max(vocab.values()) + 1)]
+        for token, index in vocab.items():
+            if token:
+                tokens[index] = token
+        return tokens
+
+    def split_words(self, strings) -> tf.RaggedTensor:
+        """The words of `BasicTokenizer.tokenize`, before WordPiece.
+
+        Args:
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+
+        Returns:
+          [batch, (words)] tf.string RaggedTensor.
+        """
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        if strings.shape.rank is not None and strings.shape.rank != 1:
+            raise ValueError(f"Expected strings of shape [batch], got shape {strings.shape}")
+        text = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
+        text = tf.strings.regex_replace(text, self._dropped_pattern, "")
+        if self.do_lower_case:
+            text = self._lower(text)
+            text = tf_text.normalize_utf8(text, "NFD")
+            text = tf.strings.regex_replace(text, self._nonspacing_mark_pattern, "")
+        return tf_text.regex_split(text, self._delimiter_pattern, self._kept_delimiter_pattern)
+
+    def tokenize(self, strings) -> tf.RaggedTensor:
+        """The ids of `FullTokenizer.tokenize` followed by `convert_tokens_to_ids`.
+
+        Args:
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+
+        Returns:
+          [batch, (pieces)] int32 RaggedTensor of wordpiece ids.
+        """
+        words = self.split_words(strings)
+        flat_words = words.flat_values
+        # The original's limit counts characters; FastWordpieceTokenizer's counts bytes.
+        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_input_chars_per_word
+        flat_words = tf.where(too_long, self._UNK_TOKEN, flat_words)
+        pieces = self._wordpiece.tokenize(flat_words)  # [num_words, (pieces)]
+        return words.with_values(pieces).merge_dims(1, 2)
+
+    def _lower(self, text: tf.Tensor) -> tf.Tensor:
+        """Python's `str.lower()` of [batch] tf.string `text`; returns [batch] tf.string."""
+
+        def exact_lower():
+            exact = tf.strings.regex_replace(text, self._final_sigma_pattern, "\\1\u03c2\\2")
+            exact = tf.strings.regex_replace(exact, _CAPITAL_SIGMA, "\u03c3")
+            code_points = tf.strings.unicode_decode(exact, "UTF-8")
+            flat = code_points.flat_values
+            index = tf.minimum(
+                tf.searchsorted(self._capital_code_points, flat),
+                tf.size(self._capital_code_points) - 1,
+            )
+            is_capital = tf.gather(self._capital_code_points, index) == flat
+            flat = tf.where(is_capital, tf.gather(self._lower_code_points, index), flat)
+            exact = tf.strings.unicode_encode(code_points.with_flat_values(flat), "UTF-8")
+            return tf.strings.lower(exact, encoding="utf-8")
+
+        # The exact path costs a decode/encode round trip and two more regex passes; only batches
+        # with a capital sigma or a Unicode 14.0 capital need it.
+        needs_exact = tf.reduce_any(
+            tf.strings.regex_full_match(text, self._needs_exact_lower_pattern)
+        )
+        return tf.cond(needs_exact, exact_lower, lambda: tf.strings.lower(text, encoding="utf-8"))
+
+
+def validate_case_matches_checkpoint(do_lower_case: bool, init_checkpoint: str | None) -> None:
+    """Raises ValueError when `do_lower_case` contradicts a known Google checkpoint's casing.
+
+    Only checkpoints under their released directory name (e.g.
+    `.../uncased_L-12_H-768_A-12/bert_model.ckpt`) are recognised; any other path, None or "" is
+    accepted silently, because the casing of a custom model cannot be known.
+    """
+    if not init_checkpoint:
+        return
+    model_name = os.path.basename(os.path.dirname(os.fspath(init_checkpoint)))
+    if model_name in _LOWER_CASE_MODELS and not do_lower_case:
+        actual_flag, case_name, opposite_flag = "False", "lowercased", "True"
+    elif model_name in _CASED_MODELS and do_lower_case:
+        actual_flag, case_name, opposite_flag = "True", "cased", "False"
+    else:
+        return
+    raise ValueError(
+        f"You passed in `--do_lower_case={actual_flag}` with `--init_checkpoint` "
+        f"{init_checkpoint}. However, `{model_name}` seems to be a {case_name} model, so you "
+        f"should pass in `--do_lower_case={opposite_flag}` so that the fine-tuning matches how "
+        "the model was pre-trained. If this error is wrong, likely because the checkpoint "
+        "directory was renamed, please file a bug."
+    )

