@@ -69,3 +69,14 @@ def random_inputs(batch=3, seq=16, vocab=100, seed=0, pad_rows=True):
     types[:, seq // 2 :] = 1
     types *= mask
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
+
+
+def assert_config_round_trip(layer):
+    """get_config -> from_config gives the same config; the class is registered for saving."""
+    import keras
+
+    config = layer.get_config()
+    clone = type(layer).from_config(config)
+    assert clone.get_config() == config
+    registered = keras.saving.get_registered_name(type(layer))
+    assert keras.saving.get_registered_object(registered) is type(layer)

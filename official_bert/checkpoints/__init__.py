@@ -7,10 +7,10 @@ from official_bert.checkpoints.loading import (
     save_bert_weights,
 )
 from official_bert.checkpoints.original_tf1 import (
-    CheckpointMismatchError,
     read_original_checkpoint,
     write_original_checkpoint,
 )
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 
 __all__ = [
     "CHECKPOINT_FORMATS",

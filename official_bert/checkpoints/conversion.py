@@ -8,7 +8,7 @@ import shutil
 from absl import logging
 
 from official_bert.checkpoints import loading, safetensors_bert
-from official_bert.checkpoints.original_tf1 import CheckpointMismatchError
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
 
 # The file (or prefix) each format is written to inside the output directory.

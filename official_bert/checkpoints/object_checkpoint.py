@@ -13,11 +13,8 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints.original_tf1 import (
-    CheckpointMismatchError,
-    resolve_checkpoint_prefix,
-    write_checkpoint_state,
-)
+from official_bert.checkpoints.original_tf1 import resolve_checkpoint_prefix, write_checkpoint_state
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 
 # The position table is reached only through the encoder (the word table is shared with the
 # MLM head, so the checkpoint may list it under either path).

@@ -11,7 +11,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints.variable_table import WeightEntry, model_entries
+from official_bert.checkpoints.variable_table import (
+    WeightEntry,
+    model_entries,
+    raise_if_mismatched,
+    wholly_absent_heads,
+)
 from official_bert.config import write_text_atomically
 
 # Variables a training run leaves in a checkpoint that are not model weights: the step counter,
@@ -25,13 +30,6 @@ _NON_MODEL_VARIABLE = re.compile(
 # Head variables of the original scripts; unused ones are fine (e.g. an encoder read from a
 # pre-training checkpoint leaves cls/* aside).
 _KNOWN_HEAD_VARIABLE = re.compile(r"^(cls/.*|output_weights|output_bias)$")
-
-# The head parts a model may start without (fine-tuning starts from a checkpoint without them).
-_HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
-
-
-class CheckpointMismatchError(ValueError):
-    """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped)."""
 
 
 def resolve_checkpoint_prefix(path: str) -> str:
@@ -85,14 +83,8 @@ def read_original_checkpoint(
 
     names = {scope_prefix + entry.tf1_name for entry in entries}
     missing = [e for e in entries if scope_prefix + e.tf1_name not in shapes]
-    missing_parts = {e.part for e in missing}
-    skipped_parts = set()
-    if not require_heads:
-        for part in missing_parts & set(_HEAD_PARTS):
-            part_entries = [e for e in entries if e.part == part]
-            if all(e in missing for e in part_entries):
-                skipped_parts.add(part)
-        missing = [e for e in missing if e.part not in skipped_parts]
+    skipped_parts = set() if require_heads else wholly_absent_heads(entries, missing)
+    missing = [e for e in missing if e.part not in skipped_parts]
 
     unexpected = []
     for name in sorted(shapes):
@@ -111,20 +103,13 @@ def read_original_checkpoint(
         and e.part not in skipped_parts
         and tuple(shapes[scope_prefix + e.tf1_name]) != tuple(e.tf1_shape)
     ]
-    problems = []
-    if missing:
-        problems.append(
-            "missing from the checkpoint:\n  "
-            + "\n  ".join(f"{e.tf1_name} {list(e.tf1_shape)}" for e in missing)
-        )
-    if mis_shaped:
-        problems.append("shape mismatch:\n  " + "\n  ".join(mis_shaped))
-    if unexpected:
-        problems.append("not used by the model:\n  " + "\n  ".join(unexpected))
-    if problems:
-        raise CheckpointMismatchError(
-            f"checkpoint {prefix} does not fit {type(model).__name__}:\n" + "\n".join(problems)
-        )
+    raise_if_mismatched(
+        f"checkpoint {prefix}",
+        model,
+        [f"{e.tf1_name} {list(e.tf1_shape)}" for e in missing],
+        mis_shaped,
+        unexpected,
+    )
 
     loaded = [e for e in entries if e.part not in skipped_parts]
     for entry in loaded:

@@ -12,8 +12,11 @@ from absl import logging
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-from official_bert.checkpoints.original_tf1 import CheckpointMismatchError
-from official_bert.checkpoints.variable_table import model_entries
+from official_bert.checkpoints.variable_table import (
+    model_entries,
+    raise_if_mismatched,
+    wholly_absent_heads,
+)
 from official_bert.config import BertConfig, write_text_atomically
 
 # === Name table: original TF1 name -> HF name (regex, replacement) ===
@@ -42,7 +45,6 @@ _IGNORED_HF_NAMES = re.compile(
     r"(^|\.)embeddings\.position_ids$|^cls\.predictions\.decoder\.(weight|bias)$"
 )
 _KNOWN_HF_HEAD = re.compile(r"^(cls\.|classifier\.|qa_outputs\.)")
-_HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
 # Old (TF-converted) HF checkpoints spell LayerNorm parameters gamma/beta.
 _LEGACY_SPELLINGS = {".weight": ".gamma", ".bias": ".beta"}
 
@@ -208,13 +210,8 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
 
     names = {entry.tf1_name: file_name(entry) for entry in entries}
     missing = [e for e in entries if names[e.tf1_name] not in arrays]
-    skipped = set()
-    if not require_heads:
-        for part in _HEAD_PARTS:
-            part_entries = [e for e in entries if e.part == part]
-            if part_entries and all(e in missing for e in part_entries):
-                skipped.add(part)
-        missing = [e for e in missing if e.part not in skipped]
+    skipped = set() if require_heads else wholly_absent_heads(entries, missing)
+    missing = [e for e in missing if e.part not in skipped]
     used = set(names.values())
     unexpected = [
         f"{name} {list(arrays[name].shape)}"
@@ -239,20 +236,13 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
             )
         else:
             values[entry.tf1_name] = value
-    problems = []
-    if missing:
-        problems.append(
-            "missing from the file:\n  "
-            + "\n  ".join(f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing)
-        )
-    if mis_shaped:
-        problems.append("shape mismatch:\n  " + "\n  ".join(mis_shaped))
-    if unexpected:
-        problems.append("not used by the model:\n  " + "\n  ".join(unexpected))
-    if problems:
-        raise CheckpointMismatchError(
-            f"safetensors file {path} does not fit {type(model).__name__}:\n" + "\n".join(problems)
-        )
+    raise_if_mismatched(
+        f"safetensors file {path}",
+        model,
+        [f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing],
+        mis_shaped,
+        unexpected,
+    )
     for entry in loaded:
         value = entry.to_model_value(values[entry.tf1_name].astype(np.float32))
         entry.variable.assign(value.astype(entry.variable.dtype))

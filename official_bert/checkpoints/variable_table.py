@@ -184,3 +184,41 @@ def model_entries(model) -> list[WeightEntry]:
     else:
         raise TypeError(f"no weight table for {type(model).__name__}")
     return entries
+
+
+# === Matching a checkpoint against a model ===
+# The parts a model may start without (fine-tuning starts from a checkpoint without them).
+HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
+
+
+class CheckpointMismatchError(ValueError):
+    """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped)."""
+
+
+def wholly_absent_heads(entries: list[WeightEntry], missing: list[WeightEntry]) -> set[str]:
+    """The head parts none of whose weights are in the checkpoint."""
+    absent = set()
+    for part in HEAD_PARTS:
+        part_entries = [e for e in entries if e.part == part]
+        if part_entries and all(e in missing for e in part_entries):
+            absent.add(part)
+    return absent
+
+
+def raise_if_mismatched(
+    source: str, model, missing: list[str], mis_shaped: list[str], unexpected: list[str]
+) -> None:
+    """One CheckpointMismatchError that lists every problem, or nothing when there is none."""
+    problems = [
+        f"{title}:\n  " + "\n  ".join(lines)
+        for title, lines in (
+            ("missing from the checkpoint", missing),
+            ("shape mismatch", mis_shaped),
+            ("not used by the model", unexpected),
+        )
+        if lines
+    ]
+    if problems:
+        raise CheckpointMismatchError(
+            f"{source} does not fit {type(model).__name__}:\n" + "\n".join(problems)
+        )

@@ -6,10 +6,11 @@ import keras
 
 from official_bert.layers.classification_head import ClassificationHead
 from official_bert.models.bert_encoder import BertEncoder
+from official_bert.models.encoder_with_heads import EncoderWithHeads
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertClassifier(keras.Model):
+class BertClassifier(EncoderWithHeads):
     """Sentence (pair) classification as the original run_classifier.py.
 
     Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
@@ -20,8 +21,7 @@ class BertClassifier(keras.Model):
     """
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
-        super().__init__(**kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, **kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
         self.classifier = ClassificationHead(
@@ -33,8 +33,7 @@ class BertClassifier(keras.Model):
         )
 
     def build(self, input_shape=None):
-        if not self.encoder.built:
-            self.encoder.build()
+        self.build_encoder()
         self.classifier.build((None, self.encoder.hidden_size))
         self.built = True
 
@@ -46,14 +45,7 @@ class BertClassifier(keras.Model):
     def get_config(self):
         config = super().get_config()
         config.update(
-            encoder=keras.saving.serialize_keras_object(self.encoder),
             num_classes=self.num_classes,
             dropout_rate=self.dropout_rate,
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

@@ -7,10 +7,11 @@ import keras
 from official_bert.layers.classification_head import ClassificationHead
 from official_bert.layers.masked_lm_head import MaskedLMHead
 from official_bert.models.bert_encoder import BertEncoder
+from official_bert.models.encoder_with_heads import EncoderWithHeads
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(EncoderWithHeads):
     """The pre-training model of the original run_pretraining.py.
 
     Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids` (int32
@@ -27,8 +28,7 @@ class BertPretrainer(keras.Model):
         use_next_sentence_label: bool = True,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, **kwargs)
         self.use_next_sentence_label = use_next_sentence_label
 
         # === Layers ===
@@ -55,8 +55,7 @@ class BertPretrainer(keras.Model):
             )
 
     def build(self, input_shape=None):
-        if not self.encoder.built:
-            self.encoder.build()
+        self.build_encoder()
         self.masked_lm.build()
         if self.next_sentence is not None:
             self.next_sentence.build((None, self.encoder.hidden_size))
@@ -77,13 +76,6 @@ class BertPretrainer(keras.Model):
     def get_config(self):
         config = super().get_config()
         config.update(
-            encoder=keras.saving.serialize_keras_object(self.encoder),
             use_next_sentence_label=self.use_next_sentence_label,
         )
         return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

@@ -6,10 +6,11 @@ import keras
 
 from official_bert.layers.span_head import SpanHead
 from official_bert.models.bert_encoder import BertEncoder
+from official_bert.models.encoder_with_heads import EncoderWithHeads
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertSpanLabeler(keras.Model):
+class BertSpanLabeler(EncoderWithHeads):
     """Answer-span prediction as the original run_squad.py.
 
     Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
@@ -20,15 +21,13 @@ class BertSpanLabeler(keras.Model):
     """
 
     def __init__(self, encoder: BertEncoder, **kwargs):
-        super().__init__(**kwargs)
-        self.encoder = encoder
+        super().__init__(encoder, **kwargs)
         self.span = SpanHead(
             initializer_range=encoder.initializer_range, dtype=encoder.dtype_policy, name="span"
         )
 
     def build(self, input_shape=None):
-        if not self.encoder.built:
-            self.encoder.build()
+        self.build_encoder()
         self.span.build((None, None, self.encoder.hidden_size))
         self.built = True
 
@@ -36,15 +35,3 @@ class BertSpanLabeler(keras.Model):
         sequence_output = self.encoder(inputs, training=training)["sequence_output"]
         start_logits, end_logits = self.span(sequence_output)
         return {"start_logits": start_logits, "end_logits": end_logits}
-
-    # === Config ===
-    def get_config(self):
-        config = super().get_config()
-        config.update(encoder=keras.saving.serialize_keras_object(self.encoder))
-        return config
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)

@@ -9,7 +9,8 @@ import pytest
 from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights, save_bert_weights
 from official_bert.checkpoints.conversion import convert_checkpoint
 from official_bert.checkpoints.loading import read_bert_config
-from official_bert.checkpoints.original_tf1 import CheckpointMismatchError, read_checkpoint_arrays
+from official_bert.checkpoints.original_tf1 import read_checkpoint_arrays
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
 from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
 from tests.conftest import REPO_ROOT, tiny_encoder_kwargs

@@ -5,11 +5,11 @@ import pytest
 import tensorflow as tf
 
 from official_bert.checkpoints.original_tf1 import (
-    CheckpointMismatchError,
     read_checkpoint_arrays,
     read_original_checkpoint,
     write_original_checkpoint,
 )
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
 from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
 

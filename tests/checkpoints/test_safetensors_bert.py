@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from official_bert.checkpoints.original_tf1 import CheckpointMismatchError
 from official_bert.checkpoints.safetensors_bert import (
     bert_config_from_hf,
     hf_config_from_bert_config,
@@ -16,6 +15,7 @@ from official_bert.checkpoints.safetensors_bert import (
     read_safetensors_checkpoint,
     write_safetensors_checkpoint,
 )
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
 from official_bert.models import BertEncoder, BertPretrainer
 from tests.conftest import MINILM_FIXTURE, tiny_encoder_kwargs

@@ -1,0 +1,22 @@
+import numpy as np
+
+from official_bert.layers import TransformerBlock
+from tests.conftest import assert_config_round_trip
+
+
+def test_transformer_block_masks_padding_and_switches_dropout():
+    block = TransformerBlock(hidden_size=16, num_attention_heads=4, intermediate_size=32)
+    block.build((None, None, 16))
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(2, 6, 16)).astype(np.float32)
+    mask = np.ones((2, 6, 6), bool)
+    mask[:, :, 4:] = False  # keys 4 and 5 are padding
+    out = np.asarray(block(x, attention_mask=mask))
+    x_changed = x.copy()
+    x_changed[:, 4:] = rng.normal(size=(2, 2, 16))
+    out_changed = np.asarray(block(x_changed, attention_mask=mask))
+    # Real positions do not see what sits in the padding.
+    np.testing.assert_allclose(out[:, :4], out_changed[:, :4], atol=1e-6)
+    np.testing.assert_array_equal(out, np.asarray(block(x, attention_mask=mask)))
+    assert not np.allclose(out, np.asarray(block(x, attention_mask=mask, training=True)))
+    assert_config_round_trip(block)
