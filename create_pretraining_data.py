@@ -1,0 +1,103 @@
+"""Creates masked-LM + next-sentence pre-training TFRecords (the original's flags and features).
+
+  python create_pretraining_data.py --input_file=./sample_text.txt \
+    --output_file=/tmp/tf_examples.tfrecord --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --do_lower_case=True --max_seq_length=128 --max_predictions_per_seq=20 \
+    --masked_lm_prob=0.15 --random_seed=12345 --dupe_factor=5
+
+Streams the corpus in chunks over --num_workers processes; memory does not grow with the corpus.
+"""
+
+import os
+
+from absl import app, flags
+
+from official_bert.data.pretraining_data_writer import (
+    PretrainingDataSettings,
+    write_pretraining_examples,
+)
+from official_bert.data.text_corpus import expand_input_patterns
+
+FLAGS = flags.FLAGS
+
+# === The original flags ===
+flags.DEFINE_string("input_file", None, "Input text file(s): comma-separated paths or globs.")
+flags.DEFINE_string("output_file", None, "Output TFRecord file(s), comma-separated; round-robin.")
+flags.DEFINE_string("vocab_file", None, "The vocab.txt the BERT model was trained on.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
+flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words instead of single wordpieces.")
+flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum masked-LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 10, "Times to duplicate the input data (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than maximum.")
+# === Beyond the original ===
+flags.DEFINE_integer("num_workers", None, "Worker processes (default: all cores; 1 = in-process).")
+flags.DEFINE_integer(
+    "num_output_shards", None, "Write --output_file as this many shards NAME-00000-of-0000N."
+)
+flags.DEFINE_integer("documents_per_chunk", 1000, "Documents per work unit (bounds memory).")
+flags.DEFINE_float(
+    "chunk_megabytes", 0.5, "Close a work unit once it holds this much text (bounds memory)."
+)
+flags.DEFINE_integer("max_ngram_size", 1, "Mask spans of up to N whole words (n-gram masking).")
+flags.DEFINE_bool("no_nsp", False, "MLM-only instances: one segment, next_sentence_labels = 0.")
+flags.DEFINE_bool("gzip_compress", False, "Write GZIP-compressed TFRecords.")
+flags.DEFINE_bool(
+    "use_v2_feature_names", False, "Name features input_word_ids / input_type_ids (TF2 style)."
+)
+flags.DEFINE_float("mask_token_prob", 0.8, "Share of predictions replaced by [MASK].")
+flags.DEFINE_float("random_token_prob", 0.1, "Share of predictions replaced by a random token.")
+flags.DEFINE_bool(
+    "decide_per_word", False, "With whole-word masking, one [MASK]/random/keep draw per word."
+)
+flags.DEFINE_enum(
+    "on_decode_error", "fail", ["fail", "skip"], "Invalid UTF-8: fail naming the line, or skip it."
+)
+flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+
+
+def output_paths(output_file: str, num_output_shards: int | None) -> list[str]:
+    paths = [p.strip() for p in output_file.split(",") if p.strip()]
+    if num_output_shards:
+        if len(paths) != 1:
+            raise app.UsageError("--num_output_shards needs a single --output_file name")
+        return [f"{paths[0]}-{i:05d}-of-{num_output_shards:05d}" for i in range(num_output_shards)]
+    return paths
+
+
+def main(_):
+    if not os.path.exists(FLAGS.vocab_file):
+        raise FileNotFoundError(f"--vocab_file not found: {FLAGS.vocab_file}")
+    settings = PretrainingDataSettings(
+        vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case,
+        do_whole_word_mask=FLAGS.do_whole_word_mask,
+        max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+        random_seed=FLAGS.random_seed,
+        dupe_factor=FLAGS.dupe_factor,
+        masked_lm_prob=FLAGS.masked_lm_prob,
+        short_seq_prob=FLAGS.short_seq_prob,
+        max_ngram_size=FLAGS.max_ngram_size,
+        next_sentence=not FLAGS.no_nsp,
+        mask_token_prob=FLAGS.mask_token_prob,
+        random_token_prob=FLAGS.random_token_prob,
+        decide_per_word=FLAGS.decide_per_word,
+        use_v2_feature_names=FLAGS.use_v2_feature_names,
+        documents_per_chunk=FLAGS.documents_per_chunk,
+        chunk_bytes=int(FLAGS.chunk_megabytes * 1024 * 1024),
+    )
+    write_pretraining_examples(
+        expand_input_patterns(FLAGS.input_file),
+        output_paths(FLAGS.output_file, FLAGS.num_output_shards),
+        settings,
+        num_workers=FLAGS.num_workers,
+        gzip_compress=FLAGS.gzip_compress,
+        on_decode_error=FLAGS.on_decode_error,
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

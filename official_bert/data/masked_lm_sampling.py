@@ -1,0 +1,196 @@
+"""Choosing the masked-LM predictions of pre-training instances (the original's
+create_masked_lm_predictions), vectorized over many instances at once."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskingOptions:
+    """How predictions are chosen.
+
+    masked_lm_prob: fraction of the sequence length to predict (the original's 0.15).
+    max_predictions_per_seq: cap on predictions per instance.
+    mask_id, vocab_size: the [MASK] id and the range random replacements are drawn from (the
+      original draws uniformly from the whole vocab, special and unused tokens included).
+    special_ids: ids never predicted ([CLS], [SEP]).
+    is_continuation: bool [vocab_size], True for "##" pieces; needed for whole-word masking.
+    whole_word_mask: mask every piece of a word together (do_whole_word_mask).
+    max_ngram_size: mask spans of up to n whole words (1 = single words), n drawn with
+      probability proportional to 1/n as in ALBERT's n-gram masking.
+    mask_token_prob, random_token_prob: the 80/10/10 split (the rest is kept unchanged).
+    decide_per_word: with whole-word masking, draw the [MASK]/random/keep decision once per
+      word instead of once per piece (google-research/bert#910).
+    """
+
+    masked_lm_prob: float
+    max_predictions_per_seq: int
+    mask_id: int
+    vocab_size: int
+    special_ids: tuple[int, ...]
+    is_continuation: np.ndarray | None = None
+    whole_word_mask: bool = False
+    max_ngram_size: int = 1
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
+    decide_per_word: bool = False
+
+    def __post_init__(self):
+        if not 0.0 < self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+        if self.mask_token_prob + self.random_token_prob > 1.0 + 1e-9:
+            raise ValueError(
+                f"mask_token_prob ({self.mask_token_prob}) + random_token_prob "
+                f"({self.random_token_prob}) exceeds 1"
+            )
+        if (self.whole_word_mask or self.max_ngram_size > 1) and self.is_continuation is None:
+            raise ValueError("whole-word and n-gram masking need is_continuation")
+
+
+@dataclasses.dataclass
+class MaskedBatch:
+    """Masked instances. input_ids int32 [N, S] (with replacements), masked_lm_positions and
+    masked_lm_ids int32 [N, P] (positions sorted, zero-padded), masked_lm_weights float32 [N, P]
+    (1.0 for real predictions), and how each prediction was replaced (int8 [N, P]: 0 [MASK],
+    1 random token, 2 unchanged, -1 padding)."""
+
+    input_ids: np.ndarray
+    masked_lm_positions: np.ndarray
+    masked_lm_ids: np.ndarray
+    masked_lm_weights: np.ndarray
+    replacement_kind: np.ndarray
+
+
+def num_to_predict(lengths: np.ndarray, options: MaskingOptions) -> np.ndarray:
+    """min(max_predictions_per_seq, max(1, round(length * masked_lm_prob))) per instance.
+
+    np.rint rounds half to even, as Python's round() in the original.
+    """
+    counts = np.rint(lengths * options.masked_lm_prob).astype(np.int64)
+    return np.minimum(options.max_predictions_per_seq, np.maximum(1, counts))
+
+
+def _candidates(input_ids: np.ndarray, lengths: np.ndarray, options: MaskingOptions) -> np.ndarray:
+    positions = np.arange(input_ids.shape[1])
+    candidates = positions[None, :] < lengths[:, None]
+    for special in options.special_ids:
+        candidates &= input_ids != special
+    return candidates
+
+
+def _choose_tokens(candidates, counts, max_predictions, rng):
+    """Uniform random subsets of the candidate positions: the first `counts` of a random order
+    (as the original's shuffle of the candidates). Returns positions [N, P] and validity."""
+    keys = rng.random(candidates.shape)
+    keys[~candidates] = np.inf
+    width = min(max_predictions, candidates.shape[1])
+    chosen = np.argsort(keys, axis=1, kind="stable")[:, :width]
+    valid = (np.arange(width)[None, :] < counts[:, None]) & np.isfinite(
+        np.take_along_axis(keys, chosen, axis=1)
+    )
+    return chosen, valid
+
+
+def _choose_words(input_ids, candidates, counts, options, rng):
+    """Whole words (and n-grams of words) per instance, in Python: word boundaries differ per
+    instance, so this path is not vectorized. Returns positions [N, P], validity and a word id
+    per chosen position (for per-word decisions)."""
+    num_instances, max_predictions = input_ids.shape[0], options.max_predictions_per_seq
+    positions = np.zeros((num_instances, max_predictions), np.int64)
+    valid = np.zeros((num_instances, max_predictions), bool)
+    word_ids = np.full((num_instances, max_predictions), -1, np.int64)
+    ngram_sizes = np.arange(1, options.max_ngram_size + 1)
+    ngram_probs = (1.0 / ngram_sizes) / (1.0 / ngram_sizes).sum()
+    for row in range(num_instances):
+        words = []
+        for position in np.flatnonzero(candidates[row]):
+            # A "##" piece joins the word before it, unless that is not a candidate ([CLS], [SEP]).
+            joins = words and options.is_continuation[input_ids[row, position]]
+            if joins and words[-1][-1] == position - 1:
+                words[-1].append(position)
+            else:
+                words.append([position])
+        order = rng.permutation(len(words))
+        covered = np.zeros(input_ids.shape[1], bool)
+        count = 0
+        target = counts[row]
+        for word_index in order:
+            if count >= target:
+                break
+            size = 1
+            if options.max_ngram_size > 1:
+                size = int(rng.choice(ngram_sizes, p=ngram_probs))
+            span = [p for word in words[word_index : word_index + size] for p in word]
+            if count + len(span) > target or covered[span].any():
+                continue
+            covered[span] = True
+            positions[row, count : count + len(span)] = span
+            valid[row, count : count + len(span)] = True
+            word_ids[row, count : count + len(span)] = word_index
+            count += len(span)
+    return positions, valid, word_ids
+
+
+def sample_masked_lm(
+    input_ids: np.ndarray, lengths: np.ndarray, options: MaskingOptions, rng: np.random.Generator
+) -> MaskedBatch:
+    """Chooses and applies the masked-LM predictions of a batch of instances.
+
+    Args:
+      input_ids: int [N, S] packed instances ([CLS] A [SEP] B [SEP] then zero padding).
+      lengths: int [N], the number of real tokens of each instance.
+      options: MaskingOptions.
+      rng: numpy Generator (all randomness comes from it: same seed, same output).
+    """
+    input_ids = np.asarray(input_ids, np.int32)
+    lengths = np.asarray(lengths, np.int64)
+    counts = num_to_predict(lengths, options)
+    candidates = _candidates(input_ids, lengths, options)
+    if options.whole_word_mask or options.max_ngram_size > 1:
+        chosen, valid, word_ids = _choose_words(input_ids, candidates, counts, options, rng)
+    else:
+        chosen, valid = _choose_tokens(candidates, counts, options.max_predictions_per_seq, rng)
+        word_ids = None
+    # Sorted positions, as the original sorts its predictions by index.
+    sort_keys = np.where(valid, chosen, np.iinfo(np.int64).max)
+    order = np.argsort(sort_keys, axis=1, kind="stable")
+    chosen = np.take_along_axis(chosen, order, axis=1)
+    valid = np.take_along_axis(valid, order, axis=1)
+    draws = rng.random(chosen.shape)
+    if word_ids is not None and options.decide_per_word:
+        word_ids = np.take_along_axis(word_ids, order, axis=1)
+        # One draw per word: every piece takes the draw of its word's first piece.
+        first_piece = np.zeros(word_ids.shape, np.int64)
+        for column in range(1, word_ids.shape[1]):
+            same = word_ids[:, column] == word_ids[:, column - 1]
+            first_piece[:, column] = np.where(same, first_piece[:, column - 1], column)
+        draws = np.take_along_axis(draws, first_piece, axis=1)
+    kind = np.where(
+        draws < options.mask_token_prob,
+        0,
+        np.where(draws < options.mask_token_prob + options.random_token_prob, 1, 2),
+    ).astype(np.int8)
+    random_ids = rng.integers(0, options.vocab_size, size=chosen.shape)
+
+    rows = np.arange(input_ids.shape[0])[:, None]
+    original_ids = input_ids[rows, chosen]
+    replacement = np.where(
+        kind == 0, options.mask_id, np.where(kind == 1, random_ids, original_ids)
+    )
+    # Unused slots point at position 0 ([CLS], never a candidate) and write back its own id.
+    positions = np.where(valid, chosen, 0)
+    output_ids = input_ids.copy()
+    output_ids[rows, positions] = np.where(valid, replacement, input_ids[rows, positions])
+    padded = np.zeros((input_ids.shape[0], options.max_predictions_per_seq), np.int32)
+    padded_ids = np.zeros_like(padded)
+    weights = np.zeros(padded.shape, np.float32)
+    kinds = np.full(padded.shape, -1, np.int8)
+    width = positions.shape[1]
+    padded[:, :width] = positions
+    padded_ids[:, :width] = np.where(valid, original_ids, 0)
+    weights[:, :width] = valid
+    kinds[:, :width] = np.where(valid, kind, -1)
+    return MaskedBatch(output_ids, padded, padded_ids, weights, kinds)

@@ -1,0 +1,402 @@
+"""write_pretraining_examples: the streaming, parallel create_pretraining_data pipeline.
+
+The corpus is read in chunks of documents; worker processes tokenize each chunk, build its
+instances for every dupe pass, mask them and serialize them; the main process writes the records
+in chunk order, round-robin over the output files. Memory is bounded by the chunk size times the
+chunks in flight, not by the corpus. Every chunk draws from its own random stream seeded by
+(random_seed, chunk index), so the output depends on the inputs, flags and chunking only: the
+same files come out for any number of workers.
+
+Differences from the original, by design: documents are shuffled, random "next" segments drawn
+and instances shuffled within a chunk (the original does all three over the whole corpus, which
+is why it holds everything in memory); and a document never runs on into the next input file.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import multiprocessing
+import os
+import random
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert.config import write_text_atomically
+from official_bert.data import text_corpus
+from official_bert.data.example_encoding import ExampleEncoder
+from official_bert.data.masked_lm_sampling import MaskingOptions, sample_masked_lm
+from official_bert.data.pretraining_features import feature_names
+from official_bert.data.pretraining_instances import (
+    TokenizedDocument,
+    create_instances_from_document,
+    pack_instances,
+)
+from official_bert.tokenization import load_vocab
+
+_REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingDataSettings:
+    """Everything that decides the output bytes (the summary records it)."""
+
+    vocab_file: str
+    do_lower_case: bool = True
+    do_whole_word_mask: bool = False
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    random_seed: int = 12345
+    dupe_factor: int = 10
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    max_ngram_size: int = 1
+    next_sentence: bool = True
+    mask_token_prob: float = 0.8
+    random_token_prob: float = 0.1
+    decide_per_word: bool = False
+    use_v2_feature_names: bool = False
+    documents_per_chunk: int = 1000
+    chunk_bytes: int = 512 * 1024
+
+    def validate(self) -> None:
+        shortest = 5 if self.next_sentence else 3  # [CLS] a [SEP] b [SEP] / [CLS] a [SEP]
+        if self.max_seq_length < shortest:
+            raise ValueError(f"max_seq_length {self.max_seq_length} is too short for an instance")
+        if self.max_predictions_per_seq > self.max_seq_length:
+            raise ValueError(
+                f"max_predictions_per_seq ({self.max_predictions_per_seq}) is larger than "
+                f"max_seq_length ({self.max_seq_length})"
+            )
+        if self.max_predictions_per_seq < 1 or self.dupe_factor < 1:
+            raise ValueError("max_predictions_per_seq and dupe_factor must be at least 1")
+        if not 0.0 <= self.short_seq_prob <= 1.0:
+            raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
+        if self.max_ngram_size < 1:
+            raise ValueError(f"max_ngram_size must be at least 1, got {self.max_ngram_size}")
+
+
+# === Worker side ===
+class ChunkProcessor:
+    """Turns a CorpusChunk into serialized tf.train.Examples and statistics."""
+
+    def __init__(self, settings: PretrainingDataSettings):
+        from official_bert.tokenization import FastWordpieceBertTokenizer
+
+        self.settings = settings
+        self.tokenizer = FastWordpieceBertTokenizer(settings.vocab_file, settings.do_lower_case)
+        vocab = load_vocab(settings.vocab_file)
+        is_continuation = np.zeros(self.tokenizer.vocab_size, bool)
+        for token, index in vocab.items():
+            is_continuation[index] = token.startswith("##")
+        self.cls_id, self.sep_id = vocab["[CLS]"], vocab["[SEP]"]
+        self.masking = MaskingOptions(
+            masked_lm_prob=settings.masked_lm_prob,
+            max_predictions_per_seq=settings.max_predictions_per_seq,
+            mask_id=vocab["[MASK]"],
+            vocab_size=self.tokenizer.vocab_size,
+            special_ids=(self.cls_id, self.sep_id),
+            is_continuation=is_continuation,
+            whole_word_mask=settings.do_whole_word_mask,
+            max_ngram_size=settings.max_ngram_size,
+            mask_token_prob=settings.mask_token_prob,
+            random_token_prob=settings.random_token_prob,
+            decide_per_word=settings.decide_per_word,
+        )
+        names = feature_names(settings.use_v2_feature_names)
+        self.names = dict(
+            zip(
+                (
+                    "input_ids",
+                    "input_mask",
+                    "segment_ids",
+                    "masked_lm_positions",
+                    "masked_lm_ids",
+                    "masked_lm_weights",
+                    "next_sentence_labels",
+                ),
+                names,
+                strict=True,
+            )
+        )
+        self.encoder = ExampleEncoder(
+            [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
+        )
+
+    def _tokenize(self, documents: list[list[str]]) -> list[TokenizedDocument]:
+        sentences = [s for document in documents for s in document]
+        ids = self.tokenizer.tokenize(tf.constant(sentences))
+        flat = ids.flat_values.numpy().astype(np.int32)
+        splits = ids.row_splits.numpy()
+        tokenized, sentence = [], 0
+        for document in documents:
+            pieces = []
+            for _ in document:
+                start, end = splits[sentence], splits[sentence + 1]
+                sentence += 1
+                if end > start:  # lines with no wordpieces are dropped, as in the original
+                    pieces.append(flat[start:end])
+            if pieces:
+                tokenized.append(TokenizedDocument.from_sentences(pieces))
+        return tokenized
+
+    def __call__(self, chunk: text_corpus.CorpusChunk) -> tuple[list[bytes], dict]:
+        settings = self.settings
+        seeds = np.random.SeedSequence([settings.random_seed, chunk.index])
+        rng = random.Random(int(seeds.generate_state(1, np.uint64)[0]))
+        np_rng = np.random.default_rng(seeds)
+        documents = self._tokenize(chunk.documents)
+        rng.shuffle(documents)
+        instances = []
+        short_passes = 0  # (document, pass) pairs that drew a short target length
+        for _ in range(settings.dupe_factor):
+            for document_index in range(len(documents)):
+                document_instances = create_instances_from_document(
+                    documents,
+                    document_index,
+                    settings.max_seq_length,
+                    settings.short_seq_prob,
+                    rng,
+                    next_sentence=settings.next_sentence,
+                )
+                short_passes += document_instances[0].is_short_target
+                instances.extend(document_instances)
+        rng.shuffle(instances)
+        stats = collections.Counter(
+            document_passes=settings.dupe_factor * len(documents),
+            short_document_passes=short_passes,
+            documents=len(documents),
+            sentences=sum(d.num_sentences for d in documents),
+            one_sentence_documents=sum(d.num_sentences == 1 for d in documents),
+            instances=len(instances),
+        )
+        if not instances:
+            return [], dict(stats)
+        packed = pack_instances(
+            instances, documents, settings.max_seq_length, self.cls_id, self.sep_id
+        )
+        masked = sample_masked_lm(packed.input_ids, packed.lengths, self.masking, np_rng)
+        input_mask = (np.arange(settings.max_seq_length)[None, :] < packed.lengths[:, None]).astype(
+            np.int32
+        )
+        names = self.names
+        records = self.encoder.encode(
+            {
+                names["input_ids"]: masked.input_ids,
+                names["input_mask"]: input_mask,
+                names["segment_ids"]: packed.segment_ids,
+                names["masked_lm_positions"]: masked.masked_lm_positions,
+                names["masked_lm_ids"]: masked.masked_lm_ids,
+                names["masked_lm_weights"]: masked.masked_lm_weights,
+                names["next_sentence_labels"]: packed.next_sentence_labels[:, None],
+            }
+        )
+        kinds = masked.replacement_kind
+        stats.update(
+            tokens=int(packed.lengths.sum()),
+            eligible_tokens=int(packed.lengths.sum())
+            - len(instances) * (3 if settings.next_sentence else 2),
+            predictions=int((kinds >= 0).sum()),
+            predictions_mask=int((kinds == 0).sum()),
+            predictions_random=int((kinds == 1).sum()),
+            predictions_unchanged=int((kinds == 2).sum()),
+            random_next=int(packed.next_sentence_labels.sum()),
+            short_target=int(packed.is_short.sum()),
+            at_prediction_cap=int(
+                ((kinds >= 0).sum(axis=1) == settings.max_predictions_per_seq).sum()
+            ),
+        )
+        return records, dict(stats)
+
+
+_WORKER: ChunkProcessor | None = None
+
+
+def _init_worker(settings: PretrainingDataSettings) -> None:
+    global _WORKER
+    # One thread per process: the parallelism comes from the worker processes.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    _WORKER = ChunkProcessor(settings)
+
+
+def _process_in_worker(chunk):
+    return _WORKER(chunk)
+
+
+# === Main side ===
+def check_vocab_for_pretraining(vocab_file: str) -> None:
+    vocab = load_vocab(vocab_file)
+    missing = [token for token in _REQUIRED_TOKENS if token not in vocab]
+    if missing:
+        raise ValueError(
+            f"vocab file {vocab_file} lacks {missing}; pre-training needs {list(_REQUIRED_TOKENS)}"
+        )
+
+
+def _summary_path(output_files: list[str]) -> str:
+    return output_files[0] + ".summary.json"
+
+
+def _already_complete(output_files, settings_dict) -> dict | None:
+    path = _summary_path(output_files)
+    if not all(tf.io.gfile.exists(f) for f in output_files) or not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as reader:
+        summary = json.load(reader)
+    if summary.get("settings") == settings_dict and summary.get("output_files") == output_files:
+        return summary
+    return None
+
+
+def write_pretraining_examples(
+    input_files: list[str],
+    output_files: list[str],
+    settings: PretrainingDataSettings,
+    num_workers: int | None = None,
+    gzip_compress: bool = False,
+    on_decode_error: str = "fail",
+    max_chunks_in_flight: int | None = None,
+    log_every_seconds: float = 10.0,
+) -> dict:
+    """Writes MLM+NSP pre-training TFRecords; returns the summary (also written as JSON next to
+    the first output, `<output>.summary.json`).
+
+    Each output is written under a temporary name and renamed when all are complete; the summary
+    is written last. A rerun with the same inputs and settings finds the finished outputs and
+    returns at once; an interrupted run leaves no file under a final name and is redone.
+    """
+    settings.validate()
+    check_vocab_for_pretraining(settings.vocab_file)
+    settings_dict = dataclasses.asdict(settings)
+    settings_dict["vocab_file"] = os.path.basename(settings.vocab_file)
+    settings_dict.update(
+        gzip_compress=gzip_compress,
+        inputs=[[path, tf.io.gfile.stat(path).length] for path in input_files],
+    )
+    done = _already_complete(output_files, settings_dict)
+    if done is not None:
+        logging.info("Outputs already complete (%s); nothing to do", _summary_path(output_files))
+        return done
+
+    num_workers = os.cpu_count() if num_workers is None else num_workers
+    total_bytes = sum(tf.io.gfile.stat(f).length for f in input_files)
+    counters = text_corpus.CorpusCounters()
+    chunks = text_corpus.read_corpus_chunks(
+        input_files, settings.documents_per_chunk, settings.chunk_bytes, on_decode_error, counters
+    )
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_compress else "")
+    temporary = [f"{path}.tmp-{os.getpid()}" for path in output_files]
+    for path in output_files:
+        directory = os.path.dirname(path)
+        if directory:
+            tf.io.gfile.makedirs(directory)
+    writers = [tf.io.TFRecordWriter(path, options) for path in temporary]
+    totals = collections.Counter()
+    written = 0
+    start = last_log = time.time()
+
+    def consume(records, stats):
+        nonlocal written, last_log
+        for record in records:
+            writers[written % len(writers)].write(record)
+            written += 1
+        totals.update(stats)
+        now = time.time()
+        if now - last_log >= log_every_seconds:
+            last_log = now
+            elapsed = now - start
+            fraction = counters.bytes_read / max(total_bytes, 1)
+            eta = elapsed * (1 - fraction) / fraction if fraction > 0 else float("nan")
+            logging.info(
+                "%d documents (%.0f/s), %d instances written, %.1f%% of %.1f MB read, ETA %.0f s",
+                totals["documents"],
+                totals["documents"] / elapsed,
+                written,
+                100 * fraction,
+                total_bytes / 1e6,
+                eta,
+            )
+
+    try:
+        if num_workers <= 1:
+            processor = ChunkProcessor(settings)
+            for chunk in chunks:
+                consume(*processor(chunk))
+        else:
+            in_flight = max_chunks_in_flight or 2 * num_workers
+            context = multiprocessing.get_context("spawn")
+            with context.Pool(num_workers, initializer=_init_worker, initargs=(settings,)) as pool:
+                pending = collections.deque()
+                for chunk in chunks:
+                    pending.append(pool.apply_async(_process_in_worker, (chunk,)))
+                    while len(pending) >= in_flight:
+                        consume(*pending.popleft().get())
+                while pending:
+                    consume(*pending.popleft().get())
+        for writer in writers:
+            writer.close()
+        if totals["documents"] == 0:
+            raise ValueError(
+                f"the corpus {input_files} holds no document with any wordpiece; expected one "
+                "sentence per line and a blank line between documents"
+            )
+        if written == 0:
+            raise ValueError(f"no instance could be built from {input_files}")
+        for path, final in zip(temporary, output_files, strict=True):
+            tf.io.gfile.rename(path, final, overwrite=True)
+    finally:
+        for writer in writers:
+            writer.close()
+        for path in temporary:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+
+    elapsed = time.time() - start
+    summary = {
+        "instances": written,
+        "documents": totals["documents"],
+        "one_sentence_documents": totals["one_sentence_documents"],
+        "sentences": totals["sentences"],
+        "tokens": totals["tokens"],
+        "input_lines": counters.lines,
+        "skipped_undecodable_lines": counters.skipped_lines,
+        "input_megabytes": total_bytes / 1e6,
+        "fraction_predicted_of_eligible": totals["predictions"] / max(totals["eligible_tokens"], 1),
+        "fraction_predictions_mask": totals["predictions_mask"] / max(totals["predictions"], 1),
+        "fraction_predictions_random": totals["predictions_random"] / max(totals["predictions"], 1),
+        "fraction_predictions_unchanged": totals["predictions_unchanged"]
+        / max(totals["predictions"], 1),
+        "fraction_at_prediction_cap": totals["at_prediction_cap"] / max(written, 1),
+        "fraction_random_next": totals["random_next"] / max(written, 1),
+        "fraction_instances_short_target": totals["short_target"] / max(written, 1),
+        # short_seq_prob is drawn once per document and pass, as in the original.
+        "fraction_document_passes_short": totals["short_document_passes"]
+        / max(totals["document_passes"], 1),
+        "seconds": elapsed,
+        "instances_per_second": written / elapsed,
+        "input_megabytes_per_second": total_bytes / 1e6 / elapsed,
+        "num_workers": num_workers,
+        "output_files": output_files,
+        "settings": settings_dict,
+    }
+    write_text_atomically(
+        _summary_path(output_files), json.dumps(summary, indent=2, sort_keys=True)
+    )
+    logging.info(
+        "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
+        "%.1f%% of eligible tokens predicted, %.1f%% random next, %.1f%% short document passes",
+        written,
+        len(output_files),
+        elapsed,
+        written / elapsed,
+        total_bytes / 1e6 / elapsed,
+        100 * summary["fraction_predicted_of_eligible"],
+        100 * summary["fraction_random_next"],
+        100 * summary["fraction_document_passes_short"],
+    )
+    return summary

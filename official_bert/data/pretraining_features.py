@@ -1,0 +1,44 @@
+"""The TFRecord features of masked-LM + next-sentence pre-training examples."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+# Feature names of the original release, in the order it writes them.
+ORIGINAL_FEATURE_NAMES = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "masked_lm_positions",
+    "masked_lm_ids",
+    "masked_lm_weights",
+    "next_sentence_labels",
+)
+# The TF2 (Model Garden / TF Hub) spelling of the two that differ.
+V2_RENAMES = {"input_ids": "input_word_ids", "segment_ids": "input_type_ids"}
+
+
+def feature_names(use_v2_feature_names: bool = False) -> list[str]:
+    """The seven feature names, original spelling or v2 (input_word_ids, input_type_ids)."""
+    if use_v2_feature_names:
+        return [V2_RENAMES.get(name, name) for name in ORIGINAL_FEATURE_NAMES]
+    return list(ORIGINAL_FEATURE_NAMES)
+
+
+def pretraining_feature_spec(
+    max_seq_length: int, max_predictions_per_seq: int, use_v2_feature_names: bool = False
+) -> dict[str, tf.io.FixedLenFeature]:
+    """The parse spec of the original run_pretraining.py input_fn (same shapes and dtypes)."""
+    names = dict(zip(ORIGINAL_FEATURE_NAMES, feature_names(use_v2_feature_names), strict=True))
+    shapes = {
+        "input_ids": ([max_seq_length], tf.int64),
+        "input_mask": ([max_seq_length], tf.int64),
+        "segment_ids": ([max_seq_length], tf.int64),
+        "masked_lm_positions": ([max_predictions_per_seq], tf.int64),
+        "masked_lm_ids": ([max_predictions_per_seq], tf.int64),
+        "masked_lm_weights": ([max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": ([1], tf.int64),
+    }
+    return {
+        names[name]: tf.io.FixedLenFeature(shape, dtype) for name, (shape, dtype) in shapes.items()
+    }

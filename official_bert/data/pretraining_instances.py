@@ -1,0 +1,207 @@
+"""Pre-training instances from tokenized documents, built as the original
+create_pretraining_data.py builds them (create_instances_from_document)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import numpy as np
+
+
+@dataclasses.dataclass
+class TokenizedDocument:
+    """A document as one int32 array of wordpiece ids and the offsets of its sentences
+    (sentence k is tokens[offsets[k]:offsets[k + 1]]; every sentence is non-empty)."""
+
+    tokens: np.ndarray
+    offsets: list[int]
+
+    @classmethod
+    def from_sentences(cls, sentences: list[np.ndarray]) -> TokenizedDocument:
+        offsets = [0]
+        for sentence in sentences:
+            offsets.append(offsets[-1] + len(sentence))
+        return cls(np.concatenate(sentences).astype(np.int32), offsets)
+
+    @property
+    def num_sentences(self) -> int:
+        return len(self.offsets) - 1
+
+
+@dataclasses.dataclass
+class Instance:
+    """Segment A = documents[a_document].tokens[a_start:a_end], segment B likewise (b_document
+    is -1 for MLM-only instances), whether B is a random segment, and whether the document drew a
+    short target length. Spans index the tokens, so building an instance copies nothing."""
+
+    a_document: int
+    a_start: int
+    a_end: int
+    b_document: int
+    b_start: int
+    b_end: int
+    is_random_next: bool
+    is_short_target: bool
+
+    def segments(self, documents: list[TokenizedDocument]) -> tuple[np.ndarray, np.ndarray | None]:
+        tokens_a = documents[self.a_document].tokens[self.a_start : self.a_end]
+        if self.b_document < 0:
+            return tokens_a, None
+        return tokens_a, documents[self.b_document].tokens[self.b_start : self.b_end]
+
+
+def _truncate_pair(length_a: int, length_b: int, max_num_tokens: int, rng: random.Random):
+    """How many tokens to cut from the (front, back) of A and of B.
+
+    The original truncate_seq_pair cuts one token at a time from the longer segment (B on
+    ties), from its front or back with probability 1/2 each. Which segment loses how many tokens
+    follows from the lengths alone, and the front/back split of n independent fair choices is
+    Binomial(n, 1/2): the same distribution, without a loop per token.
+    """
+    excess = length_a + length_b - max_num_tokens
+    if excess <= 0:
+        return (0, 0), (0, 0)
+    first = min(excess, abs(length_a - length_b))
+    cut_a, cut_b = (first, 0) if length_a > length_b else (0, first)
+    remaining = excess - first  # equal lengths now: B, A, B, A, ...
+    cut_b += (remaining + 1) // 2
+    cut_a += remaining // 2
+    front_a = rng.getrandbits(cut_a).bit_count() if cut_a else 0
+    front_b = rng.getrandbits(cut_b).bit_count() if cut_b else 0
+    return (front_a, cut_a - front_a), (front_b, cut_b - front_b)
+
+
+def _randint(rng: random.Random, low: int, high: int) -> int:
+    """Uniform in [low, high] like rng.randint, about 20x cheaper (from one float draw; the bias
+    is below 2**-50 for any range here)."""
+    return low + int(rng.random() * (high - low + 1))
+
+
+def create_instances_from_document(
+    documents: list[TokenizedDocument],
+    document_index: int,
+    max_seq_length: int,
+    short_seq_prob: float,
+    rng: random.Random,
+    next_sentence: bool = True,
+) -> list[Instance]:
+    """The instances of one document.
+
+    Random "next" segments come from the other documents of `documents` (the pool). The target
+    length is drawn once per document, as in the original: short (uniform in
+    [2, max_num_tokens]) with probability short_seq_prob. Without `next_sentence`, instances are
+    single segments of consecutive sentences ([CLS] A [SEP]) for MLM-only pre-training.
+    """
+    document = documents[document_index]
+    offsets = document.offsets
+    max_num_tokens = max_seq_length - (3 if next_sentence else 2)
+    target_seq_length = max_num_tokens
+    is_short = False
+    if rng.random() < short_seq_prob:
+        target_seq_length = _randint(rng, 2, max_num_tokens)
+        is_short = True
+
+    instances = []
+    chunk_start = 0  # first sentence of the current chunk
+    i = 0
+    num_sentences = document.num_sentences
+    while i < num_sentences:
+        chunk_length = offsets[i + 1] - offsets[chunk_start]
+        if i == num_sentences - 1 or chunk_length >= target_seq_length:
+            chunk_size = i + 1 - chunk_start
+            if not next_sentence:
+                start = offsets[chunk_start]
+                end = min(offsets[i + 1], start + max_num_tokens)
+                instances.append(Instance(document_index, start, end, -1, 0, 0, False, is_short))
+            else:
+                a_end = _randint(rng, 1, chunk_size - 1) if chunk_size >= 2 else 1
+                a_start, a_stop = offsets[chunk_start], offsets[chunk_start + a_end]
+                if chunk_size == 1 or rng.random() < 0.5:
+                    is_random_next = True
+                    target_b_length = target_seq_length - (a_stop - a_start)
+                    # As the original: up to 10 tries to draw a document other than this one.
+                    for _ in range(10):
+                        b_document = _randint(rng, 0, len(documents) - 1)
+                        if b_document != document_index:
+                            break
+                    b_offsets = documents[b_document].offsets
+                    first = _randint(rng, 0, len(b_offsets) - 2)
+                    last = first + 1
+                    while (
+                        b_offsets[last] - b_offsets[first] < target_b_length
+                        and last < len(b_offsets) - 1
+                    ):
+                        last += 1
+                    b_start, b_stop = b_offsets[first], b_offsets[last]
+                    # The sentences of this chunk that B did not use are read again.
+                    i -= chunk_size - a_end
+                else:
+                    is_random_next = False
+                    b_document = document_index
+                    b_start, b_stop = a_stop, offsets[i + 1]
+                (a_front, a_back), (b_front, b_back) = _truncate_pair(
+                    a_stop - a_start, b_stop - b_start, max_num_tokens, rng
+                )
+                instances.append(
+                    Instance(
+                        document_index,
+                        a_start + a_front,
+                        a_stop - a_back,
+                        b_document,
+                        b_start + b_front,
+                        b_stop - b_back,
+                        is_random_next,
+                        is_short,
+                    )
+                )
+            chunk_start = i + 1
+        i += 1
+    return instances
+
+
+@dataclasses.dataclass
+class PackedInstances:
+    """Instances as arrays: input_ids, segment_ids int32 [N, S] ([CLS] A [SEP] B [SEP], zero
+    padded), lengths int64 [N], next_sentence_labels int32 [N] (1 = random B), is_short bool [N]."""
+
+    input_ids: np.ndarray
+    segment_ids: np.ndarray
+    lengths: np.ndarray
+    next_sentence_labels: np.ndarray
+    is_short: np.ndarray
+
+
+def pack_instances(
+    instances: list[Instance],
+    documents: list[TokenizedDocument],
+    max_seq_length: int,
+    cls_id: int,
+    sep_id: int,
+) -> PackedInstances:
+    count = len(instances)
+    input_ids = np.zeros((count, max_seq_length), np.int32)
+    segment_ids = np.zeros((count, max_seq_length), np.int32)
+    lengths = np.zeros(count, np.int64)
+    labels = np.zeros(count, np.int32)
+    is_short = np.zeros(count, bool)
+    for row, instance in enumerate(instances):
+        a = instance.a_end - instance.a_start
+        input_ids[row, 0] = cls_id
+        input_ids[row, 1 : a + 1] = documents[instance.a_document].tokens[
+            instance.a_start : instance.a_end
+        ]
+        input_ids[row, a + 1] = sep_id
+        length = a + 2
+        if instance.b_document >= 0:
+            b = instance.b_end - instance.b_start
+            input_ids[row, length : length + b] = documents[instance.b_document].tokens[
+                instance.b_start : instance.b_end
+            ]
+            input_ids[row, length + b] = sep_id
+            segment_ids[row, length : length + b + 1] = 1
+            length += b + 1
+        lengths[row] = length
+        labels[row] = instance.is_random_next
+        is_short[row] = instance.is_short_target
+    return PackedInstances(input_ids, segment_ids, lengths, labels, is_short)

@@ -1,0 +1,99 @@
+"""Reading a pre-training corpus as a stream of documents, in bounded chunks.
+
+Format (the original's): one sentence per line, a blank (or whitespace-only) line between
+documents. Lines are stripped. Only a chunk of documents at a time is held in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import tensorflow as tf
+
+
+@dataclasses.dataclass
+class CorpusChunk:
+    """Consecutive documents (lists of sentence strings) and where they came from."""
+
+    index: int
+    documents: list[list[str]]
+    num_bytes: int
+
+
+@dataclasses.dataclass
+class CorpusCounters:
+    """Filled while reading: lines read, lines skipped for invalid UTF-8, bytes read."""
+
+    lines: int = 0
+    skipped_lines: int = 0
+    bytes_read: int = 0
+
+
+def expand_input_patterns(input_file: str) -> list[str]:
+    """Files of a comma-separated list of paths or glob patterns, in the given order.
+
+    Raises FileNotFoundError naming a pattern that matches nothing.
+    """
+    files = []
+    for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
+        files.extend(matches)
+    if not files:
+        raise ValueError("--input_file is empty")
+    return files
+
+
+def read_corpus_chunks(
+    files: list[str],
+    documents_per_chunk: int,
+    chunk_bytes: int,
+    on_decode_error: str = "fail",
+    counters: CorpusCounters | None = None,
+) -> Iterator[CorpusChunk]:
+    """Yields chunks of at most `documents_per_chunk` documents, closed early once they hold
+    `chunk_bytes` of text (at a document boundary). A document never spans two files.
+
+    on_decode_error: "fail" raises ValueError naming the file and line of invalid UTF-8;
+      "skip" drops the line and counts it in `counters.skipped_lines`.
+    """
+    if on_decode_error not in ("fail", "skip"):
+        raise ValueError(f"on_decode_error must be 'fail' or 'skip', got {on_decode_error!r}")
+    counters = counters if counters is not None else CorpusCounters()
+    documents: list[list[str]] = [[]]
+    size = 0
+    index = 0
+    for path in files:
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            for line_number, raw in enumerate(reader, start=1):
+                counters.lines += 1
+                counters.bytes_read += len(raw)
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as error:
+                    if on_decode_error == "skip":
+                        counters.skipped_lines += 1
+                        continue
+                    raise ValueError(
+                        f"{path}:{line_number}: invalid UTF-8 ({error.reason} at byte "
+                        f"{error.start}); fix the file or pass --on_decode_error=skip"
+                    ) from None
+                if not line:
+                    if documents[-1]:
+                        if len(documents) >= documents_per_chunk or size >= chunk_bytes:
+                            yield CorpusChunk(index, documents, size)
+                            index += 1
+                            documents, size = [], 0
+                        documents.append([])
+                    continue
+                documents[-1].append(line)
+                size += len(raw)
+        # A file ends its last document. (The original let a document without a trailing blank
+        # line run on into the next file.)
+        if documents[-1]:
+            documents.append([])
+    documents = [d for d in documents if d]
+    if documents:
+        yield CorpusChunk(index, documents, size)

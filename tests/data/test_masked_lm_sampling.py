@@ -1,0 +1,116 @@
+"""Properties of masked-LM sampling, on real wordpieces."""
+
+import numpy as np
+import pytest
+
+from official_bert.data.masked_lm_sampling import MaskingOptions, num_to_predict, sample_masked_lm
+
+CLS, SEP, MASK, VOCAB = 1, 2, 3, 500
+
+
+def _batch(seed=0, count=400, seq=64):
+    rng = np.random.default_rng(seed)
+    ids = np.zeros((count, seq), np.int32)
+    lengths = rng.integers(5, seq + 1, count)
+    for row, length in enumerate(lengths):
+        ids[row, :length] = rng.integers(10, VOCAB, length)
+        split = rng.integers(2, length - 2)
+        ids[row, [0, split, length - 1]] = [CLS, SEP, SEP]
+    return ids, lengths
+
+
+def _options(**overrides):
+    is_continuation = np.zeros(VOCAB, bool)
+    is_continuation[250:] = True  # ids >= 250 are "##" pieces
+    values = dict(
+        masked_lm_prob=0.15,
+        max_predictions_per_seq=8,
+        mask_id=MASK,
+        vocab_size=VOCAB,
+        special_ids=(CLS, SEP),
+        is_continuation=is_continuation,
+    )
+    values.update(overrides)
+    return MaskingOptions(**values)
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_properties(whole_word):
+    ids, lengths = _batch()
+    options = _options(whole_word_mask=whole_word)
+    out = sample_masked_lm(ids, lengths, options, np.random.default_rng(1))
+    counts = num_to_predict(lengths, options)
+    for row in range(len(ids)):
+        valid = out.masked_lm_weights[row] > 0
+        positions = out.masked_lm_positions[row][valid]
+        # Unique, sorted, within the sequence, never [CLS]/[SEP]; the cap holds.
+        assert list(positions) == sorted(set(positions.tolist()))
+        assert len(positions) <= options.max_predictions_per_seq
+        assert np.all(positions < lengths[row])
+        assert not np.isin(ids[row, positions], [CLS, SEP]).any()
+        if not whole_word:
+            assert len(positions) == counts[row]
+        # Padding slots are zero.
+        assert not out.masked_lm_positions[row][~valid].any()
+        assert not out.masked_lm_ids[row][~valid].any()
+        # Labels are the original tokens; rebuilding gives the input back.
+        np.testing.assert_array_equal(out.masked_lm_ids[row][valid], ids[row, positions])
+        rebuilt = out.input_ids[row].copy()
+        rebuilt[positions] = out.masked_lm_ids[row][valid]
+        np.testing.assert_array_equal(rebuilt, ids[row])
+        # Only predicted positions changed; each holds [MASK], a vocab id or the original.
+        changed = np.flatnonzero(out.input_ids[row] != ids[row])
+        assert set(changed) <= set(positions)
+        assert np.all(
+            (out.input_ids[row, positions] >= 0) & (out.input_ids[row, positions] < VOCAB)
+        )
+        if whole_word:
+            chosen = set(positions.tolist())
+            for position in range(1, lengths[row]):
+                if ids[row, position] >= 250 and ids[row, position - 1] not in (CLS, SEP):
+                    # A "##" piece is predicted exactly when the piece before it is.
+                    assert (position in chosen) == (position - 1 in chosen), (row, position)
+
+
+def test_80_10_10_split_and_rate():
+    ids, lengths = _batch(count=4000, seq=128)
+    options = _options(max_predictions_per_seq=40)
+    out = sample_masked_lm(ids, lengths, options, np.random.default_rng(2))
+    kinds = out.replacement_kind[out.replacement_kind >= 0]
+    n = len(kinds)
+    assert n > 35_000
+    for kind, share in ((0, 0.8), (1, 0.1), (2, 0.1)):
+        observed = (kinds == kind).mean()
+        assert abs(observed - share) < 4 * np.sqrt(share * (1 - share) / n), (kind, observed)
+    positions_total = (out.masked_lm_weights > 0).sum()
+    assert positions_total == num_to_predict(lengths, options).sum()
+
+
+def test_num_to_predict_rounds_half_to_even_like_python():
+    options = _options(masked_lm_prob=0.5, max_predictions_per_seq=100)
+    lengths = np.array([1, 3, 5, 7, 9, 0])
+    expected = [min(100, max(1, round(n * 0.5))) for n in lengths]
+    assert num_to_predict(lengths, options).tolist() == expected
+
+
+def test_per_word_decisions_and_ngrams():
+    ids, lengths = _batch(count=300)
+    options = _options(whole_word_mask=True, decide_per_word=True, max_ngram_size=3)
+    out = sample_masked_lm(ids, lengths, options, np.random.default_rng(3))
+    for row in range(len(ids)):
+        valid = out.masked_lm_weights[row] > 0
+        positions = out.masked_lm_positions[row][valid]
+        kinds = out.replacement_kind[row][valid]
+        for k in range(1, len(positions)):
+            # Pieces of one word (a "##" right after its predecessor) share one decision.
+            if positions[k] == positions[k - 1] + 1 and ids[row, positions[k]] >= 250:
+                assert kinds[k] == kinds[k - 1]
+
+
+def test_invalid_options():
+    with pytest.raises(ValueError, match="masked_lm_prob"):
+        _options(masked_lm_prob=0.0)
+    with pytest.raises(ValueError, match="exceeds 1"):
+        _options(mask_token_prob=0.9, random_token_prob=0.2)
+    with pytest.raises(ValueError, match="need is_continuation"):
+        _options(is_continuation=None, whole_word_mask=True)

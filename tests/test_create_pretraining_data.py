@@ -1,0 +1,246 @@
+"""create_pretraining_data.py: the original's output contract, statistics, determinism, safety."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert.data.pretraining_data_writer import (
+    PretrainingDataSettings,
+    write_pretraining_examples,
+)
+from official_bert.data.pretraining_features import pretraining_feature_spec
+from official_bert.tokenization import load_vocab
+from tests.conftest import REPO_ROOT, SHARED
+
+CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
+
+# The parse spec of the original run_pretraining.py input_fn_builder, written out literally.
+ORIGINAL_SPEC = {
+    "input_ids": tf.io.FixedLenFeature([128], tf.int64),
+    "input_mask": tf.io.FixedLenFeature([128], tf.int64),
+    "segment_ids": tf.io.FixedLenFeature([128], tf.int64),
+    "masked_lm_positions": tf.io.FixedLenFeature([20], tf.int64),
+    "masked_lm_ids": tf.io.FixedLenFeature([20], tf.int64),
+    "masked_lm_weights": tf.io.FixedLenFeature([20], tf.float32),
+    "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab_file(minilm_dir):
+    return str(minilm_dir / "vocab.txt")
+
+
+def _read(path, spec=ORIGINAL_SPEC, compression=""):
+    dataset = tf.data.TFRecordDataset(str(path), compression_type=compression)
+    return [
+        {k: v.numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
+        for record in dataset
+    ]
+
+
+def test_output_parses_with_the_original_spec_and_is_well_formed(vocab_file, tmp_path):
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=3)
+    output = tmp_path / "out.tfrecord"
+    summary = write_pretraining_examples([str(CORPUS)], [str(output)], settings, num_workers=1)
+    examples = _read(output)
+    assert len(examples) == summary["instances"] > 20
+    vocab = load_vocab(vocab_file)
+    cls, sep, mask = vocab["[CLS]"], vocab["[SEP]"], vocab["[MASK]"]
+    for example in examples:
+        length = int(example["input_mask"].sum())
+        assert example["input_mask"][:length].all() and not example["input_mask"][length:].any()
+        ids = example["input_ids"]
+        assert ids[0] == cls and ids[length - 1] == sep and (ids[:length] == sep).sum() == 2
+        assert not ids[length:].any()
+        first_sep = int(np.flatnonzero(ids == sep)[0])
+        assert not example["segment_ids"][: first_sep + 1].any()
+        assert example["segment_ids"][first_sep + 1 : length].all()
+        weights = example["masked_lm_weights"]
+        count = int(weights.sum())
+        assert count == min(20, max(1, round(length * 0.15)))
+        positions = example["masked_lm_positions"][:count]
+        assert list(positions) == sorted(set(positions)) and (positions < length).all()
+        assert not np.isin(example["masked_lm_ids"][:count], [cls, sep]).any()
+        assert example["next_sentence_labels"][0] in (0, 1)
+        replaced = ids[positions]
+        assert (
+            (replaced == mask) | (replaced == example["masked_lm_ids"][:count]) | (replaced >= 0)
+        ).all()
+    assert summary["settings"]["vocab_file"] == "vocab.txt"
+    assert json.loads((tmp_path / "out.tfrecord.summary.json").read_text())["instances"] == len(
+        examples
+    )
+
+
+def test_what_the_original_writes_parses_with_our_spec():
+    # The original's write_instance_to_example_files builds tf.train.Examples like this.
+    def int_feature(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+
+    features = {
+        "input_ids": int_feature([101, 7592, 102, 2088, 102] + [0] * 123),
+        "input_mask": int_feature([1] * 5 + [0] * 123),
+        "segment_ids": int_feature([0, 0, 0, 1, 1] + [0] * 123),
+        "masked_lm_positions": int_feature([1] + [0] * 19),
+        "masked_lm_ids": int_feature([7592] + [0] * 19),
+        "masked_lm_weights": tf.train.Feature(
+            float_list=tf.train.FloatList(value=[1.0] + [0.0] * 19)
+        ),
+        "next_sentence_labels": int_feature([1]),
+    }
+    record = tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+    parsed = tf.io.parse_single_example(record, pretraining_feature_spec(128, 20))
+    assert parsed["input_ids"].numpy()[:5].tolist() == [101, 7592, 102, 2088, 102]
+    assert parsed["next_sentence_labels"].numpy().tolist() == [1]
+
+
+def test_statistics_on_real_text(vocab_file, tmp_path):
+    corpus = SHARED / "data" / "text" / "wikitext2_valid_test_sentences.txt"
+    if not corpus.exists():
+        pytest.skip(f"not present: {corpus}")
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=3)
+    summary = write_pretraining_examples(
+        [str(corpus)], [str(tmp_path / "wiki.tfrecord")], settings, num_workers=1
+    )
+    n = summary["instances"]
+    assert n > 15_000
+    predictions = summary["fraction_predicted_of_eligible"]
+    # round(0.15 * n) predictions out of n - 3 eligible tokens, capped at 20.
+    assert 0.145 < predictions < 0.16
+    for key, share in (("mask", 0.8), ("random", 0.1), ("unchanged", 0.1)):
+        assert abs(summary[f"fraction_predictions_{key}"] - share) < 0.01, key
+    # 0.5, plus the chunks of one segment, which always take a random B (as the original).
+    assert 0.49 < summary["fraction_random_next"] < 0.57
+    assert abs(summary["fraction_document_passes_short"] - 0.1) < 0.06
+
+
+def _run_script(*flags):
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
+    )
+
+
+def test_script_is_deterministic_for_any_worker_count_and_shards(vocab_file, tmp_path):
+    flags = [
+        f"--input_file={CORPUS}",
+        f"--vocab_file={vocab_file}",
+        "--dupe_factor=2",
+        "--chunk_megabytes=0.001",
+    ]
+    one = _run_script(*flags, f"--output_file={tmp_path / 'a.tfrecord'}", "--num_workers=1")
+    two = _run_script(*flags, f"--output_file={tmp_path / 'b.tfrecord'}", "--num_workers=2")
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert two.returncode == 0, two.stderr[-2000:]
+    assert (tmp_path / "a.tfrecord").read_bytes() == (tmp_path / "b.tfrecord").read_bytes()
+    shards = _run_script(
+        *flags,
+        f"--output_file={tmp_path / 's.tfrecord'}",
+        "--num_output_shards=3",
+        "--gzip_compress",
+        "--use_v2_feature_names",
+        "--num_workers=1",
+    )
+    assert shards.returncode == 0, shards.stderr[-2000:]
+    names = sorted(p.name for p in tmp_path.glob("s.tfrecord-*") if not p.name.endswith(".json"))
+    assert (tmp_path / "s.tfrecord-00000-of-00003.summary.json").exists()
+    assert names == [f"s.tfrecord-0000{i}-of-00003" for i in range(3)]
+    spec = pretraining_feature_spec(128, 20, use_v2_feature_names=True)
+    records = [r for name in names for r in _read(tmp_path / name, spec, "GZIP")]
+    assert len(records) == len(_read(tmp_path / "a.tfrecord"))
+    assert "input_word_ids" in records[0]
+    gzip.decompress((tmp_path / names[0]).read_bytes())  # really gzip
+
+
+def test_whole_word_ngram_and_mlm_only(vocab_file, tmp_path):
+    settings = PretrainingDataSettings(
+        vocab_file=vocab_file,
+        dupe_factor=2,
+        do_whole_word_mask=True,
+        max_ngram_size=3,
+        next_sentence=False,
+    )
+    write_pretraining_examples(
+        [str(CORPUS)], [str(tmp_path / "w.tfrecord")], settings, num_workers=1
+    )
+    inv = {i: t for t, i in load_vocab(vocab_file).items()}
+    for example in _read(tmp_path / "w.tfrecord"):
+        assert example["next_sentence_labels"][0] == 0
+        assert not example["segment_ids"].any()  # a single segment
+        count = int(example["masked_lm_weights"].sum())
+        chosen = set(example["masked_lm_positions"][:count].tolist())
+        labels = dict(
+            zip(
+                example["masked_lm_positions"][:count].tolist(),
+                example["masked_lm_ids"][:count].tolist(),
+                strict=True,
+            )
+        )
+        for position in chosen:
+            if inv[labels[position]].startswith("##"):
+                assert position - 1 in chosen  # a word is never split
+
+
+def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
+    def run(content, **overrides):
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_bytes(content)
+        values = dict(vocab_file=vocab_file, dupe_factor=1)
+        values.update(overrides)
+        return write_pretraining_examples(
+            [str(corpus)],
+            [str(tmp_path / "o.tfrecord")],
+            PretrainingDataSettings(**values),
+            num_workers=1,
+        )
+
+    with pytest.raises(ValueError, match=r"corpus.txt:3: invalid UTF-8"):
+        run(b"good line.\nanother.\nbad \xff byte\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # nothing half-written
+    with pytest.raises(ValueError, match="holds no document"):
+        run(b"\n\n   \n")
+    with pytest.raises(
+        ValueError, match=r"max_predictions_per_seq \(200\) is larger than max_seq_length"
+    ):
+        run(b"a.\n", max_predictions_per_seq=200)
+    bad_vocab = tmp_path / "vocab.txt"
+    bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
+    with pytest.raises(ValueError, match=r"lacks \['\[MASK\]'\]"):
+        run(b"hello.\n", vocab_file=str(bad_vocab))
+
+
+def test_skip_mode_counts_one_sentence_documents_and_rerun_is_a_no_op(vocab_file, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(
+        b"first document, one sentence.\n\nsecond \xff bad.\nsecond document.\nmore.\n"
+    )
+    output = tmp_path / "o.tfrecord"
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2)
+    summary = write_pretraining_examples(
+        [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
+    )
+    assert summary["skipped_undecodable_lines"] == 1
+    assert summary["documents"] == 2 and summary["one_sentence_documents"] == 1
+    before = output.stat().st_mtime_ns
+    again = write_pretraining_examples(
+        [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
+    )
+    assert again["instances"] == summary["instances"] and output.stat().st_mtime_ns == before
+
+
+def test_missing_input_is_a_clear_error(vocab_file, tmp_path):
+    result = _run_script(
+        f"--input_file={tmp_path / 'nothing*.txt'}",
+        f"--vocab_file={vocab_file}",
+        f"--output_file={tmp_path / 'o.tfrecord'}",
+    )
+    assert result.returncode != 0 and "no file matches" in result.stderr
