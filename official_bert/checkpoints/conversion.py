@@ -78,9 +78,9 @@ def convert_checkpoint(
     written = loading.save_bert_weights(model, output_path, output_format)
     config.to_json_file(os.path.join(output_dir, "bert_config.json"))
     if output_format == "safetensors":
-        architecture = (
-            "BertModel" if model is getattr(model, "encoder", model) else "BertForPreTraining"
-        )
+        from official_bert.models import BertEncoder
+
+        architecture = "BertModel" if isinstance(model, BertEncoder) else "BertForPreTraining"
         safetensors_bert.write_hf_config(
             config, os.path.join(output_dir, "config.json"), architecture
         )

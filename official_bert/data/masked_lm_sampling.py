@@ -87,7 +87,13 @@ def _choose_tokens(candidates, counts, max_predictions, rng):
     keys = rng.random(candidates.shape)
     keys[~candidates] = np.inf
     width = min(max_predictions, candidates.shape[1])
-    chosen = np.argsort(keys, axis=1, kind="stable")[:, :width]
+    # Only the `width` smallest keys matter: partition, then order those few.
+    if width < candidates.shape[1]:
+        smallest = np.argpartition(keys, width - 1, axis=1)[:, :width]
+    else:
+        smallest = np.broadcast_to(np.arange(width), keys.shape).copy()
+    order = np.argsort(np.take_along_axis(keys, smallest, axis=1), axis=1, kind="stable")
+    chosen = np.take_along_axis(smallest, order, axis=1)
     valid = (np.arange(width)[None, :] < counts[:, None]) & np.isfinite(
         np.take_along_axis(keys, chosen, axis=1)
     )
