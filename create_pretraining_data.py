@@ -33,7 +33,9 @@ flags.DEFINE_integer("dupe_factor", 10, "Times to duplicate the input data (with
 flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than maximum.")
 # === Beyond the original ===
-flags.DEFINE_integer("num_workers", None, "Worker processes (default: all cores; 1 = in-process).")
+flags.DEFINE_integer(
+    "num_workers", None, "Processes building examples, this one included (default: all cores)."
+)
 flags.DEFINE_integer(
     "num_output_shards", None, "Write --output_file as this many shards NAME-00000-of-0000N."
 )

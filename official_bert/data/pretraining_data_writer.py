@@ -228,6 +228,11 @@ def _process_in_worker(chunk):
     return _WORKER(chunk)
 
 
+def _result(pending):
+    """The (records, stats) of a chunk processed here or in a helper process."""
+    return pending if isinstance(pending, tuple) else pending.get()
+
+
 # === Main side ===
 def check_vocab_for_pretraining(vocab_file: str) -> None:
     vocab = load_vocab(vocab_file)
@@ -328,16 +333,24 @@ def write_pretraining_examples(
             for chunk in chunks:
                 consume(*processor(chunk))
         else:
+            # The main process is one of the workers: it takes every num_workers-th chunk, the
+            # num_workers - 1 helper processes the others. Results are written in chunk order.
             in_flight = max_chunks_in_flight or 2 * num_workers
             context = multiprocessing.get_context("spawn")
-            with context.Pool(num_workers, initializer=_init_worker, initargs=(settings,)) as pool:
+            with context.Pool(
+                num_workers - 1, initializer=_init_worker, initargs=(settings,)
+            ) as pool:
+                processor = ChunkProcessor(settings)  # built while the helpers start up
                 pending = collections.deque()
                 for chunk in chunks:
-                    pending.append(pool.apply_async(_process_in_worker, (chunk,)))
+                    if chunk.index % num_workers == 0:
+                        pending.append(processor(chunk))
+                    else:
+                        pending.append(pool.apply_async(_process_in_worker, (chunk,)))
                     while len(pending) >= in_flight:
-                        consume(*pending.popleft().get())
+                        consume(*_result(pending.popleft()))
                 while pending:
-                    consume(*pending.popleft().get())
+                    consume(*_result(pending.popleft()))
         for writer in writers:
             writer.close()
         if totals["documents"] == 0:
