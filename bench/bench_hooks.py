@@ -1,0 +1,177 @@
+"""Factories that put our BERT beside the peers of ../shared/bench (`time_ours.py`).
+
+`time_ours.py --bench infer --factory bench_hooks:encoder_forward_fp32` calls
+`encoder_forward_fp32(cfg, batch)` once per batch size and times the returned `forward()`;
+`--bench train_step --factory bench_hooks:pretrain_step` times `pretrain_step(cfg, batch)()`.
+
+  cfg: the harness's config dict (bench_common.CONFIGS): L layers, H hidden size, A heads,
+    I intermediate size, V vocab size, S seq length, B batch, P masked positions, and name.
+  batch (infer): numpy dict of int32 [batch, seq_length] `input_ids`, `input_mask`,
+    `token_type_ids` (bench_common.make_infer_batch).
+  batch (train_step): the same keys plus int32 [batch, P] `masked_lm_positions`,
+    `masked_lm_ids`, float32 [batch, P] `masked_lm_weights`, int32 [batch]
+    `next_sentence_labels` (bench_common.make_pretrain_batch).
+
+Every model is random-initialised (no checkpoint), as the peers are. The forward and the step
+run inside one `tf.function` (XLA with the `_xla` factories), like the peers' scripts.
+`encoder_latency.py` uses the same factories to time ours without the harness.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
+
+# The dtype policy names of Keras 3, as the factories' names abbreviate them.
+FP32 = "float32"
+BF16 = "mixed_bfloat16"
+
+
+def build_encoder(cfg: dict, dtype: str = FP32) -> BertEncoder:
+    """A built, random-initialised BertEncoder with the sizes of a harness config.
+
+    dtype: a Keras dtype policy name; "mixed_bfloat16" keeps float32 variables and computes in
+    bfloat16 (the encoder's outputs are then bfloat16).
+    """
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(
+        vocab_size=cfg["V"],
+        hidden_size=cfg["H"],
+        num_layers=cfg["L"],
+        num_attention_heads=cfg["A"],
+        intermediate_size=cfg["I"],
+        type_vocab_size=2,
+        dtype=dtype,
+    )
+    encoder.build()
+    return encoder
+
+
+def encoder_inputs(batch: dict) -> dict:
+    """The harness's numpy batch as the encoder's input dict of int32 [batch, seq] tensors."""
+    return {
+        "input_word_ids": tf.constant(batch["input_ids"], tf.int32),
+        "input_mask": tf.constant(batch["input_mask"], tf.int32),
+        "input_type_ids": tf.constant(batch["token_type_ids"], tf.int32),
+    }
+
+
+def make_encoder_forward(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
+    """Returns forward(): one eval-mode encoder forward on `batch`.
+
+    forward() returns {"sequence_output": [batch, seq, hidden], "pooled_output": [batch, hidden]}
+    as tensors in the compute dtype (float32, or bfloat16 under mixed_bfloat16). Only these two
+    leave the tf.function, as the peers' scripts return only these two; the caller syncs by
+    fetching them (`.numpy()`).
+    """
+    encoder = build_encoder(cfg, dtype)
+    inputs = encoder_inputs(batch)
+
+    @tf.function(jit_compile=jit_compile, reduce_retracing=True)
+    def encoder_forward(inputs):
+        outputs = encoder(inputs, training=False)
+        return {
+            "sequence_output": outputs["sequence_output"],
+            "pooled_output": outputs["pooled_output"],
+        }
+
+    def forward():
+        return encoder_forward(inputs)
+
+    # Kept so that callers (encoder_latency.py) can report the model's dtypes.
+    forward.encoder = encoder
+    return forward
+
+
+def encoder_forward_fp32(cfg, batch):
+    return make_encoder_forward(cfg, batch, FP32)
+
+
+def encoder_forward_bf16(cfg, batch):
+    return make_encoder_forward(cfg, batch, BF16)
+
+
+def encoder_forward_fp32_xla(cfg, batch):
+    return make_encoder_forward(cfg, batch, FP32, jit_compile=True)
+
+
+def encoder_forward_bf16_xla(cfg, batch):
+    return make_encoder_forward(cfg, batch, BF16, jit_compile=True)
+
+
+def make_pretrain_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
+    """Returns step(): one full MLM+NSP optimizer step on `batch`; step() returns the loss.
+
+    Loss as the original run_pretraining.py: masked-LM sum(weight * nll) / (sum(weight) + 1e-5)
+    plus the mean next-sentence cross-entropy. Dropout on (training=True). Update:
+    keras.optimizers.AdamW (lr 1e-4, beta 0.9/0.999, epsilon 1e-6, weight decay 0.01 except
+    LayerNorm and biases, as the original AdamWeightDecayOptimizer) after clipping the global
+    gradient norm to 1.0. The loss is a float32 scalar tensor.
+    """
+    pretrainer = BertPretrainer(build_encoder(cfg, dtype))
+    pretrainer.build()
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6
+    )
+    # Keras 3 variable names are the short ones (kernel, bias, gamma, beta, embeddings).
+    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    variables = pretrainer.trainable_variables
+    # Building the slots here keeps variable creation out of the traced step.
+    optimizer.build(variables)
+
+    inputs = encoder_inputs(batch)
+    inputs["masked_lm_positions"] = tf.constant(batch["masked_lm_positions"], tf.int32)
+    masked_lm_ids = tf.constant(batch["masked_lm_ids"], tf.int32)
+    masked_lm_weights = tf.constant(batch["masked_lm_weights"], tf.float32)
+    next_sentence_labels = tf.constant(batch["next_sentence_labels"], tf.int32)
+
+    @tf.function(jit_compile=jit_compile)
+    def train_step():
+        with tf.GradientTape() as tape:
+            outputs = pretrainer(inputs, training=True)
+            # mlm_logits and next_sentence_logits are float32 under every policy.
+            mlm_nll = keras.losses.sparse_categorical_crossentropy(
+                masked_lm_ids, outputs["mlm_logits"], from_logits=True
+            )
+            mlm_loss = tf.reduce_sum(masked_lm_weights * mlm_nll) / (
+                tf.reduce_sum(masked_lm_weights) + 1e-5
+            )
+            nsp_loss = tf.reduce_mean(
+                keras.losses.sparse_categorical_crossentropy(
+                    next_sentence_labels, outputs["next_sentence_logits"], from_logits=True
+                )
+            )
+            loss = mlm_loss + nsp_loss
+        gradients = tape.gradient(loss, variables)
+        gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
+        optimizer.apply_gradients(zip(gradients, variables, strict=True))
+        return loss
+
+    def step():
+        return train_step()
+
+    step.pretrainer = pretrainer
+    return step
+
+
+def pretrain_step(cfg, batch):
+    return make_pretrain_step(cfg, batch, FP32)
+
+
+def pretrain_step_bf16(cfg, batch):
+    return make_pretrain_step(cfg, batch, BF16)
+
+
+def pretrain_step_xla(cfg, batch):
+    return make_pretrain_step(cfg, batch, FP32, jit_compile=True)
+
+
+def output_dtypes(outputs: dict) -> dict:
+    """{name: dtype name} of a forward()'s outputs, e.g. {"sequence_output": "bfloat16"}."""
+    return {name: value.dtype.name for name, value in outputs.items()}
