@@ -235,6 +235,12 @@ def test_skip_mode_counts_one_sentence_documents_and_rerun_is_a_no_op(vocab_file
         [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
     )
     assert again["instances"] == summary["instances"] and output.stat().st_mtime_ns == before
+    # The same size but new content: the outputs are stale and written again.
+    corpus.write_bytes(corpus.read_bytes().replace(b"first", b"FIRST"))
+    write_pretraining_examples(
+        [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
+    )
+    assert output.stat().st_mtime_ns != before
 
 
 def test_missing_input_is_a_clear_error(vocab_file, tmp_path):

@@ -281,7 +281,12 @@ def write_pretraining_examples(
     settings_dict["vocab_file"] = os.path.basename(settings.vocab_file)
     settings_dict.update(
         gzip_compress=gzip_compress,
-        inputs=[[path, tf.io.gfile.stat(path).length] for path in input_files],
+        # Size and modification time: an input edited in place (even to the same size) makes
+        # the finished outputs stale.
+        inputs=[
+            [path, tf.io.gfile.stat(path).length, tf.io.gfile.stat(path).mtime_nsec]
+            for path in input_files
+        ],
     )
     done = _already_complete(output_files, settings_dict)
     if done is not None:
