@@ -250,3 +250,42 @@ def test_missing_input_is_a_clear_error(vocab_file, tmp_path):
         f"--output_file={tmp_path / 'o.tfrecord'}",
     )
     assert result.returncode != 0 and "no file matches" in result.stderr
+
+
+def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp_path):
+    import signal
+    import time
+
+    corpus = SHARED / "data" / "text" / "wikitext2_valid_test_sentences.txt"
+    if not corpus.exists():
+        pytest.skip(f"not present: {corpus}")
+    output = tmp_path / "o.tfrecord"
+    flags = [
+        f"--input_file={corpus}",
+        f"--output_file={output}",
+        f"--vocab_file={vocab_file}",
+        "--dupe_factor=10",
+        "--num_workers=1",
+    ]
+    process = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 120
+    while not list(tmp_path.glob("o.tfrecord.tmp-*")) and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    names = [p.name for p in tmp_path.iterdir()]
+    assert "o.tfrecord" not in names and "o.tfrecord.summary.json" not in names
+    assert any(name.startswith("o.tfrecord.tmp-") for name in names)
+    result = _run_script(*flags, "--dupe_factor=1")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.tfrecord", "o.tfrecord.summary.json"]
+    assert (
+        len(_read(output))
+        == json.loads((tmp_path / "o.tfrecord.summary.json").read_text())["instances"]
+    )

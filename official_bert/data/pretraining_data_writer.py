@@ -243,6 +243,16 @@ def check_vocab_for_pretraining(vocab_file: str) -> None:
         )
 
 
+def _file_signature(path: str) -> tuple[int, int]:
+    """(size, modification time in ns) of a file. tf.io.gfile.stat rounds local mtimes to whole
+    seconds, so local files use os.stat."""
+    if os.path.exists(path):
+        stat = os.stat(path)
+        return stat.st_size, stat.st_mtime_ns
+    stat = tf.io.gfile.stat(path)
+    return stat.length, stat.mtime_nsec
+
+
 def _summary_path(output_files: list[str]) -> str:
     return output_files[0] + ".summary.json"
 
@@ -283,10 +293,7 @@ def write_pretraining_examples(
         gzip_compress=gzip_compress,
         # Size and modification time: an input edited in place (even to the same size) makes
         # the finished outputs stale.
-        inputs=[
-            [path, tf.io.gfile.stat(path).length, tf.io.gfile.stat(path).mtime_nsec]
-            for path in input_files
-        ],
+        inputs=[[path, *_file_signature(path)] for path in input_files],
     )
     done = _already_complete(output_files, settings_dict)
     if done is not None:
@@ -305,6 +312,12 @@ def write_pretraining_examples(
         directory = os.path.dirname(path)
         if directory:
             tf.io.gfile.makedirs(directory)
+        # Leftovers of a killed earlier run (never under a final name) are removed; a stale
+        # summary goes too, so the outputs count as complete only once this run ends.
+        for leftover in tf.io.gfile.glob(f"{path}.tmp-*"):
+            tf.io.gfile.remove(leftover)
+    if tf.io.gfile.exists(_summary_path(output_files)):
+        tf.io.gfile.remove(_summary_path(output_files))
     writers = [tf.io.TFRecordWriter(path, options) for path in temporary]
     totals = collections.Counter()
     written = 0
