@@ -1,0 +1,1 @@
+"""Training: optimizers and schedules (the runner comes with the pre-training issue)."""

@@ -1,0 +1,86 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert.training.optimization import (
+    AdamWeightDecay,
+    WarmupLinearDecay,
+    create_optimizer,
+)
+
+
+def test_reaches_the_target_like_the_original_optimization_test():
+    # The original optimization_test.py: 100 steps at lr 0.2 bring w to x within 1e-2.
+    w = keras.Variable([0.1, -0.2, -0.1], name="w")
+    x = tf.constant([0.4, 0.2, -0.5])
+    optimizer = AdamWeightDecay(learning_rate=0.2)
+    for _ in range(100):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(x - w))
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+    np.testing.assert_allclose(w.numpy(), [0.4, 0.2, -0.5], rtol=1e-2, atol=1e-2)
+
+
+def _reference_update(param, grad, m, v, lr, decay, b1=0.9, b2=0.999, eps=1e-6):
+    # The original AdamWeightDecayOptimizer.apply_gradients, in numpy.
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad**2
+    update = m / (np.sqrt(v) + eps) + decay * param
+    return param - lr * update, m, v
+
+
+def test_update_equals_the_original_without_bias_correction_and_with_decay_exclusions():
+    rng = np.random.default_rng(0)
+    kernel = keras.Variable(rng.normal(size=(3, 2)).astype(np.float32), name="kernel")
+    bias = keras.Variable(rng.normal(size=(2,)).astype(np.float32), name="bias")
+    gamma = keras.Variable(rng.normal(size=(2,)).astype(np.float32), name="gamma")
+    optimizer = AdamWeightDecay(learning_rate=0.05, weight_decay_rate=0.1)
+    expected = {v.name: [v.numpy(), 0.0, 0.0] for v in (kernel, bias, gamma)}
+    for _ in range(5):
+        grads = [rng.normal(size=v.shape).astype(np.float32) for v in (kernel, bias, gamma)]
+        optimizer.apply_gradients(zip(grads, (kernel, bias, gamma), strict=True))
+        for variable, grad in zip((kernel, bias, gamma), grads, strict=True):
+            param, m, v = expected[variable.name]
+            decay = 0.1 if variable.name == "kernel" else 0.0
+            expected[variable.name] = list(_reference_update(param, grad, m, v, 0.05, decay))
+    for variable in (kernel, bias, gamma):
+        np.testing.assert_allclose(
+            variable.numpy(), expected[variable.name][0], rtol=1e-5, atol=1e-6
+        )
+
+
+def test_schedule_warms_up_then_decays_to_zero():
+    schedule = WarmupLinearDecay(1e-3, num_train_steps=100, num_warmup_steps=10)
+    values = [float(schedule(step)) for step in (0, 5, 10, 55, 100, 150)]
+    np.testing.assert_allclose(values, [0.0, 5e-4, 9e-4, 4.5e-4, 0.0, 0.0], atol=1e-9)
+    assert (
+        WarmupLinearDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
+    )
+    with pytest.raises(ValueError, match="num_warmup_steps"):
+        WarmupLinearDecay(1e-3, 10, 20)
+
+
+@pytest.mark.parametrize("optimizer_type", ["adamw", "keras_adamw", "lamb"])
+def test_create_optimizer_types_clip_and_train(optimizer_type):
+    optimizer = create_optimizer(
+        0.1, num_train_steps=50, num_warmup_steps=5, optimizer_type=optimizer_type
+    )
+    assert optimizer.global_clipnorm == 1.0
+    w = keras.Variable([3.0, -3.0], name="kernel")
+    start = float(tf.reduce_sum(tf.square(w)))
+    for _ in range(30):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(w))
+        optimizer.apply_gradients([(tape.gradient(loss, w), w)])
+    assert float(tf.reduce_sum(tf.square(w))) < 0.5 * start
+    with pytest.raises(ValueError, match="unknown optimizer_type"):
+        create_optimizer(0.1, 10, 1, optimizer_type="sgd")
+
+
+def test_serialization_round_trip():
+    optimizer = create_optimizer(2e-5, 1000, 100)
+    clone = keras.optimizers.deserialize(keras.optimizers.serialize(optimizer))
+    assert isinstance(clone, AdamWeightDecay)
+    assert clone.get_config()["weight_decay_rate"] == 0.01
+    assert clone.get_config()["exclude_from_weight_decay"] == ["gamma", "beta", "bias"]
