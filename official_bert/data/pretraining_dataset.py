@@ -1,0 +1,129 @@
+"""tf.data input of masked-LM + next-sentence pre-training TFRecords."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from official_bert.data.pretraining_features import (
+    ORIGINAL_FEATURE_NAMES,
+    V2_RENAMES,
+    pretraining_feature_spec,
+)
+from official_bert.data.text_corpus import expand_input_patterns
+
+# Model input names (what BertPretrainer takes), by original feature name.
+_MODEL_NAMES = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+    "masked_lm_positions": "masked_lm_positions",
+    "masked_lm_ids": "masked_lm_ids",
+    "masked_lm_weights": "masked_lm_weights",
+    "next_sentence_labels": "next_sentence_labels",
+}
+
+
+def _compression(path: str) -> str:
+    with tf.io.gfile.GFile(path, "rb") as reader:
+        return "GZIP" if reader.read(2) == b"\x1f\x8b" else ""
+
+
+def inspect_pretraining_file(path: str) -> dict:
+    """Feature naming, lengths and compression of a pre-training TFRecord file, read from its
+    first record: {"use_v2_feature_names", "max_seq_length", "max_predictions_per_seq",
+    "compression_type"}."""
+    compression = _compression(path)
+    records = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
+    first = next(iter(records), None)
+    if first is None:
+        raise ValueError(f"{path}: no records")
+    example = tf.train.Example.FromString(first.numpy())
+    features = example.features.feature
+    v2 = V2_RENAMES["input_ids"] in features
+    ids_name = V2_RENAMES["input_ids"] if v2 else "input_ids"
+    expected = [V2_RENAMES.get(n, n) if v2 else n for n in ORIGINAL_FEATURE_NAMES]
+    missing = [name for name in expected if name not in features]
+    if missing:
+        raise ValueError(
+            f"{path}: not a pre-training file: features {missing} are missing (found "
+            f"{sorted(features)})"
+        )
+    return {
+        "use_v2_feature_names": v2,
+        "max_seq_length": len(features[ids_name].int64_list.value),
+        "max_predictions_per_seq": len(features["masked_lm_positions"].int64_list.value),
+        "compression_type": compression,
+    }
+
+
+def pretraining_dataset(
+    input_patterns: str,
+    batch_size: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    is_training: bool = True,
+    input_context: tf.distribute.InputContext | None = None,
+    seed: int | None = None,
+    shuffle_buffer_size: int = 100,
+) -> tf.data.Dataset:
+    """Batches of pre-training examples, as the original input_fn_builder reads them.
+
+    Training: files shuffled and read in parallel (cycle length up to 4 per host, as the
+    original), repeated, records shuffled; evaluation: files in order, once. Features come out
+    int32 (masked_lm_weights float32) under the model's names: input_word_ids, input_mask,
+    input_type_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
+    next_sentence_labels ([batch, 1]). Original and v2 feature names and GZIP files are detected.
+
+    Raises:
+      FileNotFoundError: a pattern matches no file.
+      ValueError: the files' sequence or prediction lengths differ from the flags (naming both;
+        the original failed with "Can't parse serialized Example", google-research/bert#752).
+    """
+    files = expand_input_patterns(input_patterns)
+    info = inspect_pretraining_file(files[0])
+    for name, flag in (
+        ("max_seq_length", max_seq_length),
+        ("max_predictions_per_seq", max_predictions_per_seq),
+    ):
+        if info[name] != flag:
+            raise ValueError(
+                f"{files[0]} holds examples with {name} = {info[name]}, but --{name}={flag}; "
+                f"pass --{name}={info[name]} or regenerate the data with --{name}={flag}"
+            )
+    spec = pretraining_feature_spec(
+        max_seq_length, max_predictions_per_seq, info["use_v2_feature_names"]
+    )
+    renames = {
+        (V2_RENAMES.get(name, name) if info["use_v2_feature_names"] else name): model_name
+        for name, model_name in _MODEL_NAMES.items()
+    }
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        # int64 is not supported on TPU, and int32 is what the model takes.
+        return {
+            renames[name]: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
+            for name, value in parsed.items()
+        }
+
+    dataset = tf.data.Dataset.from_tensor_slices(files)
+    if input_context is not None:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(len(files), seed=seed).repeat()
+        dataset = dataset.interleave(
+            lambda path: tf.data.TFRecordDataset(path, compression_type=info["compression_type"]),
+            cycle_length=min(4, len(files)),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=seed is not None,
+        )
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    else:
+        dataset = dataset.flat_map(
+            lambda path: tf.data.TFRecordDataset(path, compression_type=info["compression_type"])
+        )
+    per_replica = (
+        input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
+    )
+    dataset = dataset.batch(per_replica, drop_remainder=is_training)
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
