@@ -1,0 +1,100 @@
+"""The losses and evaluation metrics of the original run_pretraining.py."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+# The original's denominator guard: sum(weights) + 1e-5.
+_MLM_DENOMINATOR_EPSILON = 1e-5
+
+
+def masked_lm_nll(mlm_logits, masked_lm_ids):
+    """Negative log-likelihood of the true token at every prediction slot.
+
+    mlm_logits: float [batch, num_predictions, vocab_size]; masked_lm_ids: int
+    [batch, num_predictions]. Returns float32 [batch, num_predictions].
+    """
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(masked_lm_ids, tf.int32), logits=tf.cast(mlm_logits, tf.float32)
+    )
+
+
+def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights):
+    """sum(weights * nll) / (sum(weights) + 1e-5), as the original get_masked_lm_output.
+    Returns a float32 scalar."""
+    weights = tf.cast(masked_lm_weights, tf.float32)
+    numerator = tf.reduce_sum(weights * masked_lm_nll(mlm_logits, masked_lm_ids))
+    return numerator / (tf.reduce_sum(weights) + _MLM_DENOMINATOR_EPSILON)
+
+
+def next_sentence_loss(next_sentence_logits, next_sentence_labels):
+    """Mean cross-entropy of the 2-way next-sentence head (labels [batch] or [batch, 1];
+    0 = B is the real next segment). Returns a float32 scalar."""
+    labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
+    return tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=tf.cast(next_sentence_logits, tf.float32)
+        )
+    )
+
+
+def pretraining_loss(outputs: dict, batch: dict):
+    """Total loss = MLM loss (+ NSP loss when the model has a next-sentence head)."""
+    loss = masked_lm_loss(outputs["mlm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"])
+    if "next_sentence_logits" in outputs:
+        loss += next_sentence_loss(outputs["next_sentence_logits"], batch["next_sentence_labels"])
+    return loss
+
+
+class PretrainingMetrics:
+    """The original's evaluation metrics, accumulated over batches:
+    masked_lm_accuracy and masked_lm_loss (weighted by masked_lm_weights), and
+    next_sentence_accuracy and next_sentence_loss (per example)."""
+
+    def __init__(self, next_sentence: bool = True):
+        self.next_sentence = next_sentence
+        self._sums = {
+            name: tf.Variable(0.0, trainable=False, dtype=tf.float64)
+            for name in (
+                "mlm_correct",
+                "mlm_nll",
+                "mlm_weight",
+                "nsp_correct",
+                "nsp_nll",
+                "nsp_count",
+            )
+        }
+
+    def reset(self):
+        for variable in self._sums.values():
+            variable.assign(0.0)
+
+    def update(self, outputs: dict, batch: dict):
+        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+        ids = tf.cast(batch["masked_lm_ids"], tf.int32)
+        predictions = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        self._add("mlm_correct", tf.reduce_sum(weights * tf.cast(predictions == ids, tf.float32)))
+        self._add("mlm_nll", tf.reduce_sum(weights * masked_lm_nll(outputs["mlm_logits"], ids)))
+        self._add("mlm_weight", tf.reduce_sum(weights))
+        if self.next_sentence and "next_sentence_logits" in outputs:
+            labels = tf.reshape(tf.cast(batch["next_sentence_labels"], tf.int32), [-1])
+            logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
+            predicted = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            self._add("nsp_correct", tf.reduce_sum(tf.cast(predicted == labels, tf.float32)))
+            nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+            self._add("nsp_nll", tf.reduce_sum(nll))
+            self._add("nsp_count", tf.cast(tf.size(labels), tf.float32))
+
+    def _add(self, name, value):
+        self._sums[name].assign_add(tf.cast(value, tf.float64))
+
+    def result(self) -> dict[str, float]:
+        sums = {name: float(variable.numpy()) for name, variable in self._sums.items()}
+        results = {
+            "masked_lm_accuracy": sums["mlm_correct"] / max(sums["mlm_weight"], 1e-12),
+            "masked_lm_loss": sums["mlm_nll"] / max(sums["mlm_weight"], 1e-12),
+        }
+        if self.next_sentence:
+            results["next_sentence_accuracy"] = sums["nsp_correct"] / max(sums["nsp_count"], 1)
+            results["next_sentence_loss"] = sums["nsp_nll"] / max(sums["nsp_count"], 1)
+        return results
