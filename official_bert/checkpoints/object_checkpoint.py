@@ -16,9 +16,6 @@ from absl import logging
 from official_bert.checkpoints.original_tf1 import resolve_checkpoint_prefix, write_checkpoint_state
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 
-# The position table is reached only through the encoder (the word table is shared with the
-# MLM head, so the checkpoint may list it under either path).
-_ENCODER_MARKER = "/embeddings/position_embeddings/"
 _HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span")
 
 
@@ -34,6 +31,30 @@ def write_object_checkpoint(model, prefix: str) -> str:
     path = tf.train.Checkpoint(model=model).write(prefix)
     write_checkpoint_state(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
     return path
+
+
+def _object_paths(prefix: str) -> set[str]:
+    """Every object path ("model/encoder/embeddings", ...) in a checkpoint's object graph.
+
+    Read from the graph rather than from variable keys: a variable reachable by several paths
+    (e.g. through an optimizer's list of trainable variables) is keyed by only one of them.
+    """
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(
+        tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+    )
+    paths, queue, seen = set(), [(0, "")], {0}
+    while queue:
+        node, path = queue.pop(0)
+        for child in graph.nodes[node].children:
+            child_path = f"{path}/{child.local_name}" if path else child.local_name
+            paths.add(child_path)
+            if child.node_id not in seen:
+                seen.add(child.node_id)
+                queue.append((child.node_id, child_path))
+    return paths
 
 
 def _nest(path: str, **children) -> tf.train.Checkpoint:
@@ -53,9 +74,11 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
     from official_bert.models import BertEncoder
 
     prefix = resolve_checkpoint_prefix(path)
-    shapes = dict(tf.train.list_variables(prefix))
+    paths = _object_paths(prefix)
     encoder_paths = sorted(
-        {name.split(_ENCODER_MARKER)[0] for name in shapes if _ENCODER_MARKER in name}
+        p.rpartition("/embeddings/position_embeddings")[0]
+        for p in paths
+        if p.endswith("/embeddings/position_embeddings") or p == "embeddings/position_embeddings"
     )
     if len(encoder_paths) != 1:
         raise CheckpointMismatchError(
@@ -64,23 +87,22 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
         )
     encoder_path = encoder_paths[0]
     # The encoder path ends with the attribute holding it ("model/encoder" or "model").
-    parent, _, _ = encoder_path.rpartition("/")
+    parent, _, attribute = encoder_path.rpartition("/")
     encoder = model if isinstance(model, BertEncoder) else model.encoder
-    children = {encoder_path.rpartition("/")[2]: encoder}
+    children = {attribute: encoder}
     if not isinstance(model, BertEncoder):
-        for attribute in _HEAD_ATTRIBUTES:
-            head = getattr(model, attribute, None)
+        for head_name in _HEAD_ATTRIBUTES:
+            head = getattr(model, head_name, None)
             if head is None:
                 continue
-            head_path = f"{parent}/{attribute}/" if parent else f"{attribute}/"
-            if any(name.startswith(head_path) for name in shapes):
-                children[attribute] = head
+            if (f"{parent}/{head_name}" if parent else head_name) in paths:
+                children[head_name] = head
             elif require_heads:
                 raise CheckpointMismatchError(
-                    f"checkpoint {prefix} has no '{attribute}' weights for {type(model).__name__}"
+                    f"checkpoint {prefix} has no '{head_name}' weights for {type(model).__name__}"
                 )
             else:
-                logging.info("%s: not in %s; keeping its initialization", attribute, prefix)
+                logging.info("%s: not in %s; keeping its initialization", head_name, prefix)
     checkpoint = _nest(parent, **children)
     try:
         status = checkpoint.read(prefix)

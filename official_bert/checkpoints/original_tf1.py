@@ -121,12 +121,13 @@ def read_original_checkpoint(
     return loaded
 
 
-def write_original_checkpoint(model, prefix: str) -> str:
+def write_original_checkpoint(model, prefix: str, write_state: bool = True) -> str:
     """Writes `model`'s weights as an original BERT checkpoint at `prefix` (e.g.
     `out/bert_model.ckpt`), readable by the original code's `init_from_checkpoint` and by ours.
 
     Files appear atomically: they are written in a temporary directory and moved into place,
-    `checkpoint` (the state file naming the latest checkpoint) last.
+    `checkpoint` (the state file naming the latest checkpoint) last. `write_state=False` leaves
+    the state file alone, for a directory whose state file belongs to a training run.
 
     Returns:
       The prefix written.
@@ -148,7 +149,8 @@ def write_original_checkpoint(model, prefix: str) -> str:
         written = sorted(os.listdir(staging))
         for name in written:
             os.replace(os.path.join(staging, name), os.path.join(directory, name))
-        write_checkpoint_state(directory, basename)
+        if write_state:
+            write_checkpoint_state(directory, basename)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Wrote %d variables in the original BERT layout to %s", len(entries), prefix)

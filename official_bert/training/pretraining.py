@@ -1,0 +1,139 @@
+"""Pre-training a BERT (masked LM + next sentence) with the runner."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+from absl import logging
+
+from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
+from official_bert.config import BertConfig
+from official_bert.data.pretraining_dataset import pretraining_dataset
+from official_bert.models import BertEncoder, BertPretrainer
+from official_bert.training.distribution import create_strategy
+from official_bert.training.optimization import create_optimizer
+from official_bert.training.pretraining_objective import PretrainingMetrics, pretraining_loss
+from official_bert.training.runner import Runner, RunnerSettings, write_eval_results
+
+
+@dataclasses.dataclass
+class PretrainingOptions:
+    """The settings of run_pretraining.py (original flag names)."""
+
+    bert_config: BertConfig
+    input_file: str
+    output_dir: str
+    init_checkpoint: str | None = None
+    max_seq_length: int = 128
+    max_predictions_per_seq: int = 20
+    do_train: bool = True
+    do_eval: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    learning_rate: float = 5e-5
+    num_train_steps: int = 100000
+    num_warmup_steps: int = 10000
+    save_checkpoints_steps: int = 1000
+    steps_per_loop: int = 1000
+    max_eval_steps: int = 100
+    distribution_strategy: str = "one_device"
+    tpu: str | None = None
+    dtype: str = "float32"
+    optimizer_type: str = "adamw"
+    weight_decay_rate: float = 0.01
+    use_next_sentence_label: bool = True
+    keep_checkpoint_max: int = 5
+    log_steps: int = 100
+    seed: int | None = None
+
+
+def run_pretraining(options: PretrainingOptions) -> dict:
+    """Trains and/or evaluates; returns {"history": [(step, loss)...], "eval": {...}}.
+
+    At the end of training the encoder and heads are also written in the original TF1 layout as
+    output_dir/bert_model.ckpt, so they serve as init_checkpoint for the original code or ours.
+    """
+    if options.dtype not in ("float32", "mixed_bfloat16", "mixed_float16"):
+        raise ValueError(f"unknown dtype {options.dtype!r}")
+    if options.max_seq_length > options.bert_config.max_position_embeddings:
+        raise ValueError(
+            f"max_seq_length {options.max_seq_length} is longer than max_position_embeddings "
+            f"({options.bert_config.max_position_embeddings})"
+        )
+    os.makedirs(options.output_dir, exist_ok=True)
+    strategy = create_strategy(options.distribution_strategy, options.tpu)
+
+    def model_fn():
+        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+        model = BertPretrainer(encoder, use_next_sentence_label=options.use_next_sentence_label)
+        model.build()
+        return model
+
+    def optimizer_fn():
+        return create_optimizer(
+            options.learning_rate,
+            options.num_train_steps,
+            options.num_warmup_steps,
+            options.optimizer_type,
+            options.weight_decay_rate,
+        )
+
+    def dataset_fn(batch_size, is_training):
+        def build(input_context):
+            return pretraining_dataset(
+                options.input_file,
+                batch_size,
+                options.max_seq_length,
+                options.max_predictions_per_seq,
+                is_training=is_training,
+                input_context=input_context,
+                seed=options.seed,
+            )
+
+        return build
+
+    # Fail on bad input files before building anything.
+    dataset_fn(options.train_batch_size, False)(None)
+    runner = Runner(
+        strategy,
+        model_fn,
+        optimizer_fn,
+        pretraining_loss,
+        RunnerSettings(
+            output_dir=options.output_dir,
+            num_train_steps=options.num_train_steps,
+            steps_per_loop=options.steps_per_loop,
+            save_checkpoints_steps=options.save_checkpoints_steps,
+            keep_checkpoint_max=options.keep_checkpoint_max,
+            log_steps=options.log_steps,
+        ),
+    )
+
+    def initialize(model):
+        if options.init_checkpoint:
+            load_bert_weights(model, options.init_checkpoint)
+
+    runner.restore_or_initialize(initialize)
+    results = {"history": []}
+    if options.do_train:
+        results["history"] = runner.train(
+            dataset_fn(options.train_batch_size, True), options.train_batch_size
+        )
+        # The `checkpoint` state file stays the runner's, so a rerun resumes from ckpt-N.
+        prefix = write_original_checkpoint(
+            runner.model, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
+        )
+        options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
+        logging.info("Wrote the trained model in the original layout: %s", prefix)
+    if options.do_eval:
+        metrics = PretrainingMetrics(next_sentence=options.use_next_sentence_label)
+        results["eval"] = runner.evaluate(
+            dataset_fn(options.eval_batch_size, False), metrics, options.max_eval_steps
+        )
+        path = os.path.join(options.output_dir, "eval_results.txt")
+        write_eval_results(path, results["eval"], runner.step)
+        logging.info("Eval results (%s): %s", path, results["eval"])
+    keras.backend.clear_session()
+    return results
