@@ -30,7 +30,7 @@ from official_bert.config import write_text_atomically
 from official_bert.data import text_corpus
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.masked_lm_sampling import MaskingOptions, sample_masked_lm
-from official_bert.data.pretraining_features import feature_names
+from official_bert.data.pretraining_features import ORIGINAL_FEATURE_NAMES, feature_names
 from official_bert.data.pretraining_instances import (
     TokenizedDocument,
     create_instances_from_document,
@@ -108,21 +108,8 @@ class ChunkProcessor:
             decide_per_word=settings.decide_per_word,
         )
         names = feature_names(settings.use_v2_feature_names)
-        self.names = dict(
-            zip(
-                (
-                    "input_ids",
-                    "input_mask",
-                    "segment_ids",
-                    "masked_lm_positions",
-                    "masked_lm_ids",
-                    "masked_lm_weights",
-                    "next_sentence_labels",
-                ),
-                names,
-                strict=True,
-            )
-        )
+        # Original feature name -> the name written (v2 spelling or not).
+        self.names = dict(zip(ORIGINAL_FEATURE_NAMES, names, strict=True))
         self.encoder = ExampleEncoder(
             [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
         )
