@@ -21,10 +21,22 @@ def masked_lm_nll(mlm_logits, masked_lm_ids):
 
 def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights):
     """sum(weights * nll) / (sum(weights) + 1e-5), as the original get_masked_lm_output.
-    Returns a float32 scalar."""
+    Returns a float32 scalar.
+
+    Under a tf.distribute strategy with several replicas the sums run over the global batch:
+    each replica returns num_replicas * (its numerator) / (global denominator), so the mean over
+    replicas (what the runner reports and differentiates) equals the one-device loss of the same
+    global batch.
+    """
     weights = tf.cast(masked_lm_weights, tf.float32)
     numerator = tf.reduce_sum(weights * masked_lm_nll(mlm_logits, masked_lm_ids))
-    return numerator / (tf.reduce_sum(weights) + _MLM_DENOMINATOR_EPSILON)
+    denominator = tf.reduce_sum(weights)
+    context = tf.distribute.get_replica_context()
+    replicas = context.num_replicas_in_sync if context is not None else 1
+    if replicas > 1:
+        denominator = context.all_reduce(tf.distribute.ReduceOp.SUM, denominator)
+        numerator *= replicas
+    return numerator / (denominator + _MLM_DENOMINATOR_EPSILON)
 
 
 def next_sentence_loss(next_sentence_logits, next_sentence_labels):

@@ -55,6 +55,9 @@ class Runner:
             self.model = model_fn()
             self.optimizer = optimizer_fn()
             self.optimizer.build(self.model.trainable_variables)
+        # The runner clips the global gradient itself (see _train_loop_fn).
+        self.clip_norm = self.optimizer.global_clipnorm
+        self.optimizer.global_clipnorm = None
         self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
@@ -89,13 +92,29 @@ class Runner:
             self.loss_fn,
         )
 
+        clip_norm = self.clip_norm
+        replicas = strategy.num_replicas_in_sync
+
         def step_fn(batch):
             with tf.GradientTape() as tape:
                 outputs = model(batch, training=True)
                 loss = loss_fn(outputs, batch)
                 # Gradients are summed over replicas: scale for their mean.
-                scaled = loss / strategy.num_replicas_in_sync
+                scaled = loss / replicas
             gradients = tape.gradient(scaled, model.trainable_variables)
+            # Embedding gradients come as IndexedSlices; the updates below want dense tensors.
+            gradients = [
+                tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients
+            ]
+            if replicas > 1:
+                # Keras clips each replica's part before summing them; clip the global
+                # gradient instead, as one device would, then hand Keras parts that sum to it.
+                context = tf.distribute.get_replica_context()
+                gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+            if clip_norm:
+                gradients, _ = tf.clip_by_global_norm(gradients, clip_norm)
+            if replicas > 1:
+                gradients = [g / replicas for g in gradients]
             optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
             return loss
 

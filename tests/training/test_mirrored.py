@@ -1,0 +1,75 @@
+"""MirroredStrategy over 2 logical CPU devices trains like one device at the same global batch."""
+
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+
+_SCRIPT = r"""
+import os, sys, json
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np, tensorflow as tf, keras
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from official_bert.models import BertEncoder, BertPretrainer
+from official_bert.training.optimization import create_optimizer
+from official_bert.training.pretraining_objective import pretraining_loss
+from official_bert.training.runner import Runner, RunnerSettings
+
+rng = np.random.default_rng(0)
+B, S, P, V = 8, 16, 4, 50
+weights = (rng.random((B, P)) < 0.7).astype(np.float32)
+weights[:, 0] = 1.0
+weights[:4] = 1.0  # the two replicas hold different numbers of predictions
+batch = {
+    "input_word_ids": rng.integers(1, V, (B, S)).astype(np.int32),
+    "input_mask": np.ones((B, S), np.int32),
+    "input_type_ids": np.zeros((B, S), np.int32),
+    "masked_lm_positions": rng.integers(1, S, (B, P)).astype(np.int32),
+    "masked_lm_ids": rng.integers(1, V, (B, P)).astype(np.int32),
+    "masked_lm_weights": weights,
+    "next_sentence_labels": rng.integers(0, 2, (B, 1)).astype(np.int32),
+}
+
+def losses(strategy, output_dir):
+    keras.utils.set_random_seed(1)
+    def model_fn():
+        model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=2,
+            num_attention_heads=2, intermediate_size=32, hidden_dropout_rate=0.0,
+            attention_dropout_rate=0.0, max_position_embeddings=S, type_vocab_size=2))
+        model.build()
+        return model
+    runner = Runner(strategy, model_fn, lambda: create_optimizer(0.005, 10, 1, clip_norm=0.1),
+                    pretraining_loss, RunnerSettings(output_dir, num_train_steps=5, steps_per_loop=1,
+                                                     save_checkpoints_steps=100, log_steps=100))
+    def dataset_fn(context):
+        size = context.get_per_replica_batch_size(B) if context else B
+        data = tf.data.Dataset.from_tensors(batch).unbatch()
+        if context:
+            data = data.shard(context.num_input_pipelines, context.input_pipeline_id)
+        return data.batch(size).repeat()
+    return [loss for _, loss in runner.train(dataset_fn, B)]
+
+one = losses(tf.distribute.OneDeviceStrategy("/cpu:0"), sys.argv[1] + "/one")
+two = losses(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), sys.argv[1] + "/two")
+print(json.dumps({"one": one, "two": two}))
+"""
+
+
+def test_mirrored_two_devices_equal_one_device(tmp_path):
+    import json
+
+    import numpy as np
+
+    result = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(losses["one"]) == 5
+    assert losses["one"][-1] < losses["one"][0]
+    np.testing.assert_allclose(losses["two"], losses["one"], rtol=1e-4)
