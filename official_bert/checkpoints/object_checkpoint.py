@@ -19,11 +19,6 @@ from official_bert.checkpoints.variable_table import CheckpointMismatchError
 _HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span")
 
 
-def is_object_checkpoint(path: str) -> bool:
-    names = [name for name, _ in tf.train.list_variables(resolve_checkpoint_prefix(path))]
-    return "_CHECKPOINTABLE_OBJECT_GRAPH" in names
-
-
 def write_object_checkpoint(model, prefix: str) -> str:
     """Writes `model` as `tf.train.Checkpoint(model=model)` at `prefix`, then the `checkpoint`
     state file of its directory (last, so the directory never names a half-written checkpoint).

@@ -47,14 +47,6 @@ def resolve_checkpoint_prefix(path: str) -> str:
     return path
 
 
-def is_original_checkpoint(path: str) -> bool:
-    """True for a name-based TF1 checkpoint whose variables look like BERT's (`bert/...`)."""
-    names = [name for name, _ in tf.train.list_variables(resolve_checkpoint_prefix(path))]
-    return any(name.startswith("bert/") for name in names) and not any(
-        name == "_CHECKPOINTABLE_OBJECT_GRAPH" for name in names
-    )
-
-
 def read_original_checkpoint(
     path: str, model, require_heads: bool = False, scope_prefix: str = ""
 ) -> list[WeightEntry]:
