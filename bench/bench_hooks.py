@@ -27,6 +27,8 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
+from official_bert.training.optimization import create_optimizer  # noqa: E402
+from official_bert.training.pretraining_objective import pretraining_loss  # noqa: E402
 
 # The dtype policy names of Keras 3, as the factories' names abbreviate them.
 FP32 = "float32"
@@ -108,46 +110,32 @@ def encoder_forward_bf16_xla(cfg, batch):
 def make_pretrain_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
     """Returns step(): one full MLM+NSP optimizer step on `batch`; step() returns the loss.
 
-    Loss as the original run_pretraining.py: masked-LM sum(weight * nll) / (sum(weight) + 1e-5)
-    plus the mean next-sentence cross-entropy. Dropout on (training=True). Update:
-    keras.optimizers.AdamW (lr 1e-4, beta 0.9/0.999, epsilon 1e-6, weight decay 0.01 except
-    LayerNorm and biases, as the original AdamWeightDecayOptimizer) after clipping the global
-    gradient norm to 1.0. The loss is a float32 scalar tensor.
+    Loss and optimizer are the library's (official_bert.training): the original run_pretraining.py
+    loss and the original AdamWeightDecay (weight decay 0.01 except LayerNorm and biases,
+    warm-up + linear decay), after clipping the global gradient norm to 1.0. Dropout on. The loss
+    is a float32 scalar tensor.
     """
     pretrainer = BertPretrainer(build_encoder(cfg, dtype))
     pretrainer.build()
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=1e-4, weight_decay=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6
+    optimizer = create_optimizer(
+        1e-4, num_train_steps=1_000_000, num_warmup_steps=0, clip_norm=None
     )
-    # Keras 3 variable names are the short ones (kernel, bias, gamma, beta, embeddings).
-    optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
     variables = pretrainer.trainable_variables
     # Building the slots here keeps variable creation out of the traced step.
     optimizer.build(variables)
 
     inputs = encoder_inputs(batch)
     inputs["masked_lm_positions"] = tf.constant(batch["masked_lm_positions"], tf.int32)
-    masked_lm_ids = tf.constant(batch["masked_lm_ids"], tf.int32)
-    masked_lm_weights = tf.constant(batch["masked_lm_weights"], tf.float32)
-    next_sentence_labels = tf.constant(batch["next_sentence_labels"], tf.int32)
+    labels = {
+        "masked_lm_ids": tf.constant(batch["masked_lm_ids"], tf.int32),
+        "masked_lm_weights": tf.constant(batch["masked_lm_weights"], tf.float32),
+        "next_sentence_labels": tf.constant(batch["next_sentence_labels"], tf.int32),
+    }
 
     @tf.function(jit_compile=jit_compile)
     def train_step():
         with tf.GradientTape() as tape:
-            outputs = pretrainer(inputs, training=True)
-            # mlm_logits and next_sentence_logits are float32 under every policy.
-            mlm_nll = keras.losses.sparse_categorical_crossentropy(
-                masked_lm_ids, outputs["mlm_logits"], from_logits=True
-            )
-            mlm_loss = tf.reduce_sum(masked_lm_weights * mlm_nll) / (
-                tf.reduce_sum(masked_lm_weights) + 1e-5
-            )
-            nsp_loss = tf.reduce_mean(
-                keras.losses.sparse_categorical_crossentropy(
-                    next_sentence_labels, outputs["next_sentence_logits"], from_logits=True
-                )
-            )
-            loss = mlm_loss + nsp_loss
+            loss = pretraining_loss(pretrainer(inputs, training=True), labels)
         gradients = tape.gradient(loss, variables)
         gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
         optimizer.apply_gradients(zip(gradients, variables, strict=True))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 # Variables the original exempts from weight decay ("LayerNorm", "layer_norm", "bias" in its
@@ -97,7 +98,9 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
     def update_step(self, gradient, variable, learning_rate):
         learning_rate = ops.cast(learning_rate, variable.dtype)
-        gradient = ops.cast(gradient, variable.dtype)
+        # Embedding lookups give sparse (IndexedSlices) gradients; the moments are dense, as in
+        # the original, so the gradient is made dense too (keras.ops keeps IndexedSlices sparse).
+        gradient = ops.cast(tf.convert_to_tensor(gradient), variable.dtype)
         index = self._get_variable_index(variable)
         m, v = self._first_moments[index], self._second_moments[index]
         self.assign(m, self.beta_1 * m + (1.0 - self.beta_1) * gradient)

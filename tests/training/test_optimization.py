@@ -84,3 +84,15 @@ def test_serialization_round_trip():
     assert isinstance(clone, AdamWeightDecay)
     assert clone.get_config()["weight_decay_rate"] == 0.01
     assert clone.get_config()["exclude_from_weight_decay"] == ["gamma", "beta", "bias"]
+
+
+def test_sparse_embedding_gradients_are_applied():
+    table = keras.Variable(np.ones((5, 2), np.float32), name="embeddings")
+    optimizer = AdamWeightDecay(learning_rate=0.1)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(table, [1, 3]))
+    gradient = tape.gradient(loss, table)
+    assert isinstance(gradient, tf.IndexedSlices)
+    optimizer.apply_gradients([(gradient, table)])
+    changed = np.flatnonzero(np.abs(table.numpy() - 1.0).sum(axis=1) > 0)
+    assert changed.tolist() == [1, 3]
