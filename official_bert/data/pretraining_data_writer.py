@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import json
 import multiprocessing
 import os
 import random
@@ -26,8 +25,13 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert.config import write_text_atomically
 from official_bert.data import text_corpus
+from official_bert.data.completed_outputs import (
+    file_signature,
+    read_completed_summary,
+    remove_if_exists,
+    write_summary,
+)
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.masked_lm_sampling import MaskingOptions, sample_masked_lm
 from official_bert.data.pretraining_features import ORIGINAL_FEATURE_NAMES, feature_names
@@ -230,29 +234,8 @@ def check_vocab_for_pretraining(vocab_file: str) -> None:
         )
 
 
-def _file_signature(path: str) -> tuple[int, int]:
-    """(size, modification time in ns) of a file. tf.io.gfile.stat rounds local mtimes to whole
-    seconds, so local files use os.stat."""
-    if os.path.exists(path):
-        stat = os.stat(path)
-        return stat.st_size, stat.st_mtime_ns
-    stat = tf.io.gfile.stat(path)
-    return stat.length, stat.mtime_nsec
-
-
 def _summary_path(output_files: list[str]) -> str:
     return output_files[0] + ".summary.json"
-
-
-def _already_complete(output_files, settings_dict) -> dict | None:
-    path = _summary_path(output_files)
-    if not all(tf.io.gfile.exists(f) for f in output_files) or not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as reader:
-        summary = json.load(reader)
-    if summary.get("settings") == settings_dict and summary.get("output_files") == output_files:
-        return summary
-    return None
 
 
 def write_pretraining_examples(
@@ -280,9 +263,9 @@ def write_pretraining_examples(
         gzip_compress=gzip_compress,
         # Size and modification time: an input edited in place (even to the same size) makes
         # the finished outputs stale.
-        inputs=[[path, *_file_signature(path)] for path in input_files],
+        inputs=[[path, *file_signature(path)] for path in input_files],
     )
-    done = _already_complete(output_files, settings_dict)
+    done = read_completed_summary(_summary_path(output_files), output_files, settings_dict)
     if done is not None:
         logging.info("Outputs already complete (%s); nothing to do", _summary_path(output_files))
         return done
@@ -303,8 +286,7 @@ def write_pretraining_examples(
         # summary goes too, so the outputs count as complete only once this run ends.
         for leftover in tf.io.gfile.glob(f"{path}.tmp-*"):
             tf.io.gfile.remove(leftover)
-    if tf.io.gfile.exists(_summary_path(output_files)):
-        tf.io.gfile.remove(_summary_path(output_files))
+    remove_if_exists(_summary_path(output_files))
     writers = [tf.io.TFRecordWriter(path, options) for path in temporary]
     totals = collections.Counter()
     written = 0
@@ -402,9 +384,7 @@ def write_pretraining_examples(
         "output_files": output_files,
         "settings": settings_dict,
     }
-    write_text_atomically(
-        _summary_path(output_files), json.dumps(summary, indent=2, sort_keys=True)
-    )
+    write_summary(_summary_path(output_files), summary)
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
         "%.1f%% of eligible tokens predicted, %.1f%% random next, %.1f%% short document passes",

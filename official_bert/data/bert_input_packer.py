@@ -1,0 +1,84 @@
+"""Raw text to encoder inputs in TensorFlow ops: tokenize, trim, [CLS] A [SEP] (B [SEP]), pad.
+
+One module does this for fine-tuning data, for serving exports and for TF Hub preprocessors, so
+what a model is trained on and what it is served are made by the same ops.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from official_bert.tokenization import FastWordpieceBertTokenizer
+
+
+class BertInputPacker(tf.Module):
+    """Packs one or two text segments as the original run_classifier.py `convert_single_example`.
+
+    A pair is trimmed to `max_seq_length - 3` wordpieces by `tensorflow_text.RoundRobinTrimmer`,
+    which gives exactly the original `_truncate_seq_pair` (one token at a time off the longer
+    side; on a tie, off B); a single text is cut to `max_seq_length - 2`. [CLS] and [SEP] come
+    from the vocabulary. A is segment 0 (with [CLS] and its [SEP]), B segment 1.
+
+    Args:
+      tokenizer: a FastWordpieceBertTokenizer (or a vocab file path with `do_lower_case`).
+      max_seq_length: the padded length of every output.
+      do_lower_case: used only when `tokenizer` is a vocab file path.
+    """
+
+    def __init__(
+        self,
+        tokenizer: FastWordpieceBertTokenizer | str | os.PathLike,
+        max_seq_length: int,
+        do_lower_case: bool = True,
+        name: str | None = None,
+    ):
+        super().__init__(name=name)
+        if not isinstance(tokenizer, FastWordpieceBertTokenizer):
+            tokenizer = FastWordpieceBertTokenizer(tokenizer, do_lower_case=do_lower_case)
+        if max_seq_length < 3:
+            raise ValueError(
+                f"max_seq_length must be at least 3 ([CLS] A [SEP]), got {max_seq_length}"
+            )
+        self.tokenizer = tokenizer
+        self.max_seq_length = max_seq_length
+        self._cls_id = tokenizer.cls_id
+        self._sep_id = tokenizer.sep_id
+
+    @tf.autograph.experimental.do_not_convert
+    def pack_ids(self, segments: list[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
+        """Packs 1 or 2 segments of wordpiece ids.
+
+        Args:
+          segments: [batch, (pieces)] int32 RaggedTensors, one per text.
+
+        Returns:
+          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, max_seq_length].
+        """
+        if len(segments) not in (1, 2):
+            raise ValueError(f"expected 1 or 2 segments, got {len(segments)}")
+        budget = self.max_seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+        ids, type_ids = tf_text.combine_segments(
+            trimmed, start_of_sequence_id=self._cls_id, end_of_segment_id=self._sep_id
+        )
+        input_word_ids, input_mask = tf_text.pad_model_inputs(ids, self.max_seq_length)
+        input_type_ids, _ = tf_text.pad_model_inputs(type_ids, self.max_seq_length)
+        return {
+            "input_word_ids": tf.cast(input_word_ids, tf.int32),
+            "input_mask": tf.cast(input_mask, tf.int32),
+            "input_type_ids": tf.cast(input_type_ids, tf.int32),
+        }
+
+    def __call__(self, text_a, text_b=None) -> dict[str, tf.Tensor]:
+        """Tokenizes and packs [batch] tf.string texts (text_b optional).
+
+        Returns:
+          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, max_seq_length].
+        """
+        segments = [self.tokenizer.tokenize(text_a)]
+        if text_b is not None:
+            segments.append(self.tokenizer.tokenize(text_b))
+        return self.pack_ids(segments)

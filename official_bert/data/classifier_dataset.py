@@ -1,0 +1,106 @@
+"""tf.data input of classification TFRecords (the original run_classifier.py features)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from official_bert.data.classifier_features import classifier_feature_spec
+
+# Model input names by original feature name.
+_MODEL_NAMES = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+    "label_ids": "label_ids",
+    "is_real_example": "is_real_example",
+}
+
+
+def inspect_classifier_file(path: str) -> dict:
+    """{"max_seq_length", "is_regression"} of a classification TFRecord file, from its first
+    record; a file of another kind raises ValueError naming the missing features."""
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        raise ValueError(f"{path}: no records")
+    features = tf.train.Example.FromString(first.numpy()).features.feature
+    missing = [name for name in _MODEL_NAMES if name not in features]
+    if missing:
+        raise ValueError(
+            f"{path}: not a classification file: features {missing} are missing (found "
+            f"{sorted(features)})"
+        )
+    return {
+        "max_seq_length": len(features["input_ids"].int64_list.value),
+        "is_regression": bool(features["label_ids"].float_list.value),
+    }
+
+
+def classifier_dataset(
+    input_file: str,
+    batch_size: int,
+    max_seq_length: int,
+    is_training: bool,
+    input_context: tf.distribute.InputContext | None = None,
+    drop_remainder: bool | None = None,
+    seed: int | None = None,
+    shuffle_buffer_size: int = 100_000,
+    trim_padding: bool = False,
+) -> tf.data.Dataset:
+    """Batches of classification examples.
+
+    Training: records shuffled (a buffer of `shuffle_buffer_size`, by default the whole of any
+    GLUE task; the original's 100 left batches ordered as the file), reshuffled each pass,
+    repeated, batches full. Evaluation and prediction: in file order, once.
+
+    `trim_padding` cuts each batch's sequences to its longest real example (rounded up to a
+    multiple of 8, at most max_seq_length). The encoder's outputs at real positions do not depend
+    on padding, so results are the same while short-sentence tasks (SST-2, CoLA) run several times
+    faster; the sequence dimension becomes dynamic, so leave it off on TPUs.
+
+    Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
+    max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
+    regression), is_real_example ([batch] float32, a weight).
+
+    Raises:
+      ValueError: the file's sequence length differs from `max_seq_length` (naming both).
+    """
+    info = inspect_classifier_file(input_file)
+    if info["max_seq_length"] != max_seq_length:
+        raise ValueError(
+            f"{input_file} holds examples of max_seq_length {info['max_seq_length']}, but "
+            f"--max_seq_length={max_seq_length}; delete it to have it rewritten, or pass "
+            f"--max_seq_length={info['max_seq_length']}"
+        )
+    spec = classifier_feature_spec(max_seq_length, info["is_regression"])
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        batch = {}
+        for name, value in parsed.items():
+            if name in ("label_ids", "is_real_example"):
+                value = tf.squeeze(value, -1)
+            if name == "is_real_example":
+                value = tf.cast(value, tf.float32)
+            elif value.dtype == tf.int64:  # int64 is not supported on TPU
+                value = tf.cast(value, tf.int32)
+            batch[_MODEL_NAMES[name]] = value
+        if trim_padding:
+            longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
+            length = tf.minimum((longest + 7) // 8 * 8, max_seq_length)
+            for name in ("input_word_ids", "input_mask", "input_type_ids"):
+                batch[name] = batch[name][:, :length]
+        return batch
+
+    dataset = tf.data.TFRecordDataset(input_file)
+    if input_context is not None:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.repeat()
+    per_replica = (
+        input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
+    )
+    if drop_remainder is None:
+        drop_remainder = is_training
+    dataset = dataset.batch(per_replica, drop_remainder=drop_remainder)
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,220 @@
+"""Classification examples as TFRecords with the original run_classifier.py features.
+
+Features (as `file_based_convert_examples_to_features`): input_ids, input_mask, segment_ids
+(int64 [max_seq_length]), label_ids (int64 [1]; float [1] for regression tasks, which the
+original lacked) and is_real_example (int64 [1], 0 for the padding examples a TPU needs to fill
+the last batch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.classifier_examples import ClassifierExample, DataProcessor
+from official_bert.data.completed_outputs import (
+    file_signature,
+    read_completed_summary,
+    remove_if_exists,
+    write_summary,
+)
+from official_bert.data.example_encoding import ExampleEncoder
+
+CLASSIFIER_FEATURE_NAMES = (
+    "input_ids",
+    "input_mask",
+    "segment_ids",
+    "label_ids",
+    "is_real_example",
+)
+# Bumped when what is written for the same inputs changes, so cached files are redone.
+_FORMAT_VERSION = 1
+
+
+def classifier_feature_spec(
+    max_seq_length: int, is_regression: bool = False
+) -> dict[str, tf.io.FixedLenFeature]:
+    """The parse spec of the original run_classifier.py input_fn (float labels for regression)."""
+    return {
+        "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
+        "label_ids": tf.io.FixedLenFeature([1], tf.float32 if is_regression else tf.int64),
+        "is_real_example": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def encode_classifier_examples(
+    examples: list[ClassifierExample],
+    packer: BertInputPacker,
+    labels: list[str] | None,
+    batch_size: int = 2048,
+) -> dict[str, np.ndarray]:
+    """Tokenizes and packs examples in batches.
+
+    Args:
+      examples: the examples; all with text_b or all without.
+      packer: makes [CLS] A [SEP] (B [SEP]) of max_seq_length.
+      labels: the label names (index = label id), or None for regression (float labels).
+        Examples without a label (test sets) get label 0.
+
+    Returns:
+      {"input_ids", "input_mask", "segment_ids"}: int64 [n, max_seq_length];
+      "label_ids": int64 [n, 1] (float32 for regression); "is_real_example": int64 [n, 1] ones.
+    """
+    has_pairs = {example.text_b is not None for example in examples}
+    if len(has_pairs) > 1:
+        raise ValueError("examples mix single texts and pairs; a task must use one or the other")
+    pairs = has_pairs == {True}
+    spec = tf.TensorSpec([None], tf.string)
+    if pairs:
+        pack = tf.function(packer.__call__, input_signature=[spec, spec])
+    else:
+        pack = tf.function(lambda text_a: packer(text_a), input_signature=[spec])
+    columns = {"input_ids": [], "input_mask": [], "segment_ids": []}
+    for start in range(0, len(examples), batch_size):
+        batch = examples[start : start + batch_size]
+        texts = [[example.text_a for example in batch]]
+        if pairs:
+            texts.append([example.text_b for example in batch])
+        packed = pack(*[tf.constant(text) for text in texts])
+        columns["input_ids"].append(packed["input_word_ids"].numpy())
+        columns["input_mask"].append(packed["input_mask"].numpy())
+        columns["segment_ids"].append(packed["input_type_ids"].numpy())
+    length = packer.max_seq_length
+    arrays = {
+        name: np.concatenate(parts).astype(np.int64) if parts else np.zeros([0, length], np.int64)
+        for name, parts in columns.items()
+    }
+    if labels is None:
+        label_ids = [
+            float(example.label) if example.label is not None else 0.0 for example in examples
+        ]
+        arrays["label_ids"] = np.asarray(label_ids, np.float32).reshape(-1, 1)
+    else:
+        label_map = {label: index for index, label in enumerate(labels)}
+        label_ids = [label_map.get(example.label, 0) for example in examples]
+        arrays["label_ids"] = np.asarray(label_ids, np.int64).reshape(-1, 1)
+    arrays["is_real_example"] = np.ones([len(examples), 1], np.int64)
+    return arrays
+
+
+def pad_to_multiple(arrays: dict[str, np.ndarray], multiple: int) -> dict[str, np.ndarray]:
+    """Appends all-zero examples (is_real_example = 0) up to a multiple of `multiple`, as the
+    original's PaddingInputExample: a TPU needs every batch full."""
+    count = len(arrays["input_ids"])
+    missing = -count % multiple
+    if missing == 0:
+        return arrays
+    return {
+        name: np.concatenate([value, np.zeros((missing, *value.shape[1:]), value.dtype)])
+        for name, value in arrays.items()
+    }
+
+
+def write_classifier_records(arrays: dict[str, np.ndarray], path: str) -> None:
+    """Writes the examples of `encode_classifier_examples` to a TFRecord file at `path`, under a
+    temporary name renamed when complete."""
+    is_regression = arrays["label_ids"].dtype.kind == "f"
+    int_names = [
+        name for name in CLASSIFIER_FEATURE_NAMES if not (is_regression and name == "label_ids")
+    ]
+    encoder = ExampleEncoder(int_names, ["label_ids"] if is_regression else [])
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with tf.io.TFRecordWriter(temporary) as writer:
+            for start in range(0, len(arrays["input_ids"]), 4096):
+                chunk = {name: value[start : start + 4096] for name, value in arrays.items()}
+                for record in encoder.encode(chunk):
+                    writer.write(record)
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    finally:
+        remove_if_exists(temporary)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassifierRecords:
+    """A TFRecord file of one split: `path`, `num_examples` (with padding) and
+    `num_real_examples`."""
+
+    path: str
+    num_examples: int
+    num_real_examples: int
+
+
+def prepare_classifier_records(
+    processor: DataProcessor,
+    split: str,
+    packer: BertInputPacker,
+    path: str,
+    vocab_file: str,
+    pad_to_multiple_of: int = 1,
+    max_examples: int = 0,
+) -> ClassifierRecords:
+    """The TFRecords of one split at `path`, written unless an earlier run left them complete
+    for the same data file, vocabulary, casing, max_seq_length, task settings and padding.
+
+    `max_examples` > 0 keeps only the first examples of the split (a fixed subset).
+
+    The summary `<path>.json` is written last, so an interrupted run is redone.
+    """
+    source = processor.split_path(split)
+    if not tf.io.gfile.exists(source):
+        raise FileNotFoundError(
+            f"{source} not found: --task_name={type(processor).__name__} reads the {split} split "
+            f"from {os.path.basename(source)} in --data_dir"
+        )
+    settings = {
+        "format_version": _FORMAT_VERSION,
+        "split": split,
+        "source": [source, *file_signature(source)],
+        "vocab": [vocab_file, *file_signature(vocab_file)],
+        "do_lower_case": packer.tokenizer.do_lower_case,
+        "max_seq_length": packer.max_seq_length,
+        "task": processor.settings(),
+        "pad_to_multiple_of": pad_to_multiple_of,
+        "max_examples": max_examples,
+    }
+    summary_path = path + ".json"
+    summary = read_completed_summary(summary_path, [path], settings)
+    if summary is not None:
+        logging.info("Reusing %s (%d examples of %s)", path, summary["num_examples"], source)
+        return ClassifierRecords(path, summary["num_examples"], summary["num_real_examples"])
+    remove_if_exists(summary_path)
+    start = time.time()
+    examples = processor.get_examples(split)
+    if max_examples:
+        examples = examples[:max_examples]
+    if not examples:
+        raise ValueError(f"{source} holds no examples")
+    arrays = encode_classifier_examples(examples, packer, processor.get_labels())
+    arrays = pad_to_multiple(arrays, pad_to_multiple_of)
+    write_classifier_records(arrays, path)
+    num_examples = len(arrays["input_ids"])
+    write_summary(
+        summary_path,
+        {
+            "settings": settings,
+            "output_files": [path],
+            "num_examples": num_examples,
+            "num_real_examples": len(examples),
+        },
+    )
+    logging.info(
+        "Wrote %s: %d examples (%d real) of %s in %.1f s",
+        path,
+        num_examples,
+        len(examples),
+        source,
+        time.time() - start,
+    )
+    return ClassifierRecords(path, num_examples, len(examples))

@@ -1,0 +1,1 @@
+"""Metrics that need more than Keras: GLUE (MCC, F1, Pearson/Spearman), SQuAD."""

@@ -1,0 +1,1 @@
+"""SavedModel and TF Hub exports."""

@@ -1,0 +1,100 @@
+"""A SavedModel of a fine-tuned classifier that takes raw text (google-research/bert#146).
+
+Tokenization and packing are inside the graph (tensorflow_text ops), so a client sends strings
+and gets probabilities: no hand-written input function, no vocab.txt on the serving side. Loading
+needs only `tensorflow` and `tensorflow_text` (for its ops), not this package or Keras.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+from official_bert.config import write_text_atomically
+from official_bert.data.bert_input_packer import BertInputPacker
+
+
+class ClassifierServingModule(tf.Module):
+    """`serving_default`: text_a (and text_b for pair tasks) [batch] tf.string ->
+
+    classification: {"probabilities": float32 [batch, num_labels],
+                     "label_ids": int32 [batch], "labels": tf.string [batch]};
+    regression:     {"scores": float32 [batch]}.
+    """
+
+    def __init__(
+        self,
+        model,
+        packer: BertInputPacker,
+        labels: list[str] | None,
+        takes_pairs: bool,
+        name: str | None = None,
+    ):
+        super().__init__(name=name)
+        self.model = model
+        self.packer = packer
+        self.takes_pairs = takes_pairs
+        self.is_regression = labels is None
+        self.label_names = tf.constant(labels or [""], tf.string)
+
+    def outputs(self, inputs: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        logits = tf.cast(self.model(inputs, training=False), tf.float32)
+        if self.is_regression:
+            return {"scores": tf.reshape(logits, [-1])}
+        label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        return {
+            "probabilities": tf.nn.softmax(logits, axis=-1),
+            "label_ids": label_ids,
+            "labels": tf.gather(self.label_names, label_ids),
+        }
+
+    def signature(self):
+        text = tf.TensorSpec([None], tf.string)
+        if self.takes_pairs:
+
+            @tf.function(input_signature=[text, text])
+            def serve(text_a, text_b):
+                return self.outputs(self.packer(text_a, text_b))
+
+        else:
+
+            @tf.function(input_signature=[text])
+            def serve(text_a):
+                return self.outputs(self.packer(text_a))
+
+        return serve
+
+
+def export_classifier_serving_model(
+    model,
+    packer: BertInputPacker,
+    labels: list[str] | None,
+    takes_pairs: bool,
+    export_dir: str,
+) -> str:
+    """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete).
+
+    Args:
+      model: a built BertClassifier (logits [batch, num_labels]; 1 score for regression).
+      packer: the BertInputPacker the model was fine-tuned with (same vocab, casing, length).
+      labels: label names by id (None for regression); `labels.txt` is written beside.
+      takes_pairs: True for (text_a, text_b) tasks, False for one text.
+
+    Returns:
+      export_dir.
+    """
+    module = ClassifierServingModule(model, packer, labels, takes_pairs)
+    serve = module.signature()
+    temporary = f"{export_dir.rstrip('/')}.tmp-{os.getpid()}"
+    if tf.io.gfile.exists(temporary):
+        tf.io.gfile.rmtree(temporary)
+    tf.saved_model.save(module, temporary, signatures={"serving_default": serve})
+    if labels is not None:
+        write_text_atomically(
+            os.path.join(temporary, "assets.extra", "labels.txt"), "\n".join(labels) + "\n"
+        )
+    if tf.io.gfile.exists(export_dir):
+        tf.io.gfile.rmtree(export_dir)
+    tf.io.gfile.rename(temporary, export_dir)
+    return export_dir

@@ -1,0 +1,48 @@
+"""Running a model over a dataset under a strategy and collecting its outputs on the host."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import tensorflow as tf
+
+
+def predict(
+    strategy: tf.distribute.Strategy, model, dataset: tf.data.Dataset, keep: tuple[str, ...] = ()
+) -> dict[str, np.ndarray]:
+    """The model's outputs (dropout off) for every batch of `dataset`, in dataset order.
+
+    Args:
+      strategy: the strategy the model was built under; batches are split over its replicas.
+      model: a Keras model taking the dataset's dict batches; it returns a tensor or a dict.
+      dataset: batches (a partial last batch is fine except on TPU).
+      keep: batch fields to return beside the outputs (e.g. "label_ids").
+
+    Returns:
+      numpy arrays concatenated over batches: "outputs" (or the model's own output names when it
+      returns a dict), as float32, and each field of `keep`. Under a multi-worker strategy only
+      this worker's share of the data is returned.
+    """
+    distributed = strategy.experimental_distribute_dataset(dataset)
+
+    def replica_step(batch):
+        outputs = model(batch, training=False)
+        if not isinstance(outputs, dict):
+            outputs = {"outputs": outputs}
+        results = {name: tf.cast(value, tf.float32) for name, value in outputs.items()}
+        results.update({name: batch[name] for name in keep})
+        return results
+
+    # One trace for all batches, whatever their length (a partial last batch, trimmed padding).
+    @tf.function(input_signature=[distributed.element_spec])
+    def step(batch):
+        return strategy.run(replica_step, args=(batch,))
+
+    collected = collections.defaultdict(list)
+    for batch in distributed:
+        for name, value in step(batch).items():
+            # Replicas hold consecutive slices of the batch: their concatenation keeps the order.
+            for local in strategy.experimental_local_results(value):
+                collected[name].append(local.numpy())
+    return {name: np.concatenate(parts) for name, parts in collected.items()}
