@@ -145,7 +145,7 @@ def test_trimmed_batches_give_the_same_logits(tmp_path, minilm_dir):
             num_layers=2,
             num_attention_heads=4,
             intermediate_size=64,
-            max_position_embeddings=64,
+            max_position_embeddings=128,
         ),
         num_classes=2,
     )
