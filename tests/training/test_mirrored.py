@@ -13,7 +13,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import pretraining_loss
+from official_bert.training.pretraining_objective import pretraining_loss, pretraining_loss_denominators
 from official_bert.training.runner import Runner, RunnerSettings
 
 rng = np.random.default_rng(0)
@@ -41,7 +41,8 @@ def losses(strategy, output_dir):
         return model
     runner = Runner(strategy, model_fn, lambda: create_optimizer(0.005, 10, 1, clip_norm=0.1),
                     pretraining_loss, RunnerSettings(output_dir, num_train_steps=5, steps_per_loop=1,
-                                                     save_checkpoints_steps=100, log_steps=100))
+                                                     save_checkpoints_steps=100, log_steps=100),
+                    loss_denominators_fn=pretraining_loss_denominators)
     def dataset_fn(context):
         size = context.get_per_replica_batch_size(B) if context else B
         data = tf.data.Dataset.from_tensors(batch).unbatch()
