@@ -12,38 +12,35 @@ from official_bert.training.pretraining_objective import (
     pretraining_loss_denominators,
 )
 from official_bert.training.runner import Runner, RunnerSettings
+from tests.conftest import synthetic_pretraining_examples
 
 SEQ, PREDICTIONS, VOCAB = 16, 4, 50
 
 
-def synthetic_batches(num_examples: int, seed: int = 0) -> dict:
-    """num_examples pre-training examples as numpy arrays; rows hold 1 to 4 predictions, so
-    parts of a batch have different masked_lm_weights sums."""
-    rng = np.random.default_rng(seed)
-    weights = (rng.random((num_examples, PREDICTIONS)) < 0.5).astype(np.float32)
-    weights[:, 0] = 1.0
-    weights[: num_examples // 4] = 1.0
-    return {
-        "input_word_ids": rng.integers(1, VOCAB, (num_examples, SEQ)).astype(np.int32),
-        "input_mask": np.ones((num_examples, SEQ), np.int32),
-        "input_type_ids": np.zeros((num_examples, SEQ), np.int32),
-        "masked_lm_positions": rng.integers(1, SEQ, (num_examples, PREDICTIONS)).astype(np.int32),
-        "masked_lm_ids": rng.integers(1, VOCAB, (num_examples, PREDICTIONS)).astype(np.int32),
-        "masked_lm_weights": weights,
-        "next_sentence_labels": rng.integers(0, 2, (num_examples, 1)).astype(np.int32),
-    }
-
-
 def dataset_fn_of(examples: dict, batch_size: int):
-    """A train_dataset_fn giving `examples` in order, batch_size at a time, repeated."""
+    """A train_dataset_fn giving `examples` in order, batch_size (global) at a time, repeated.
+    Input pipeline i of n takes examples i, i + n, ...: n pipelines' first batches together
+    are the first global batch of one pipeline."""
 
     def dataset_fn(input_context):
-        return tf.data.Dataset.from_tensor_slices(examples).batch(batch_size).repeat()
+        dataset = tf.data.Dataset.from_tensor_slices(examples)
+        size = batch_size
+        if input_context is not None:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
+            )
+            size = input_context.get_per_replica_batch_size(batch_size)
+        return dataset.batch(size).repeat()
 
     return dataset_fn
 
 
-def make_runner(output_dir, dtype="float32", optimizer_fn=None, denominators=True, **settings):
+def make_runner(
+    output_dir, dtype="float32", optimizer_fn=None, denominators=True, strategy=None, **settings
+):
+    """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
+    optimizer (lr 0.01, no warm-up, clip 1.0); settings override RunnerSettings (3 steps, a loop
+    and a checkpoint per step)."""
     keras.utils.set_random_seed(1)
 
     def model_fn():
@@ -66,7 +63,7 @@ def make_runner(output_dir, dtype="float32", optimizer_fn=None, denominators=Tru
     values = dict(num_train_steps=3, steps_per_loop=1, save_checkpoints_steps=1, log_steps=100)
     values.update(settings)
     return Runner(
-        tf.distribute.OneDeviceStrategy("/cpu:0"),
+        strategy or tf.distribute.OneDeviceStrategy("/cpu:0"),
         model_fn,
         optimizer_fn or (lambda: create_optimizer(0.01, 100, 0, clip_norm=1.0)),
         pretraining_loss,
@@ -82,7 +79,7 @@ def trained_weights(runner, examples, batch_size):
 
 # === Gradient accumulation ===
 def test_accumulated_micro_batches_equal_one_large_batch(tmp_path):
-    examples = synthetic_batches(24)
+    examples = synthetic_pretraining_examples(24)
     one_batch = trained_weights(make_runner(tmp_path / "one"), examples, 8)
     accumulated = make_runner(tmp_path / "four", gradient_accumulation_steps=4)
     four_micro = trained_weights(accumulated, examples, 8)
@@ -100,12 +97,12 @@ def test_accumulated_micro_batches_equal_one_large_batch(tmp_path):
 def test_batch_must_split_into_micro_batches(tmp_path):
     runner = make_runner(tmp_path, gradient_accumulation_steps=3)
     with pytest.raises(ValueError, match="does not split into 1 replicas x 3 micro-batches"):
-        runner.train(dataset_fn_of(synthetic_batches(8), 8), 8)
+        runner.train(dataset_fn_of(synthetic_pretraining_examples(8), 8), 8)
 
 
 # === Non-finite loss ===
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-    examples = synthetic_batches(32)
+    examples = synthetic_pretraining_examples(32)
     examples["masked_lm_weights"][24:] = np.nan  # the 4th batch of 8
     runner = make_runner(tmp_path, num_train_steps=6)
     with pytest.raises(FloatingPointError, match=r"loss is nan at step 4.*ckpt-3"):
@@ -120,7 +117,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 
 # === Mixed precision and XLA ===
 def _overfit_losses(runner, steps):
-    examples = synthetic_batches(8)
+    examples = synthetic_pretraining_examples(8)
     history = runner.train(dataset_fn_of(examples, 8), 8)
     assert len(history) == steps
     return [loss for _, loss in history]
@@ -154,7 +151,7 @@ def test_mixed_float16_clips_the_unscaled_gradient(tmp_path):
     def sgd():
         return keras.optimizers.SGD(learning_rate=1.0, global_clipnorm=1e-3)
 
-    examples = synthetic_batches(8)
+    examples = synthetic_pretraining_examples(8)
     updates = {}
     for dtype in ("float32", "mixed_float16"):
         runner = make_runner(tmp_path / dtype, dtype=dtype, optimizer_fn=sgd, num_train_steps=1)
