@@ -70,6 +70,10 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         )
     os.makedirs(options.output_dir, exist_ok=True)
     strategy = create_strategy(options.distribution_strategy, options.tpu)
+    if options.seed is not None:
+        # Initialization, dropout and input order; with the checkpointed data position and
+        # random states a resumed run then ends with the weights of an uninterrupted one.
+        keras.utils.set_random_seed(options.seed)
 
     def model_fn():
         encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)

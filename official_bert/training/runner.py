@@ -72,7 +72,8 @@ class Runner:
     train_dataset_fn(input_context) / eval_dataset_fn(input_context) -> tf.data.Dataset of dict
       batches (the model's inputs and labels); a training batch is one update's batch.
 
-    Checkpoints (model, optimizer and its step, the position of the training data) go to
+    Checkpoints (model, optimizer and its step, dropout random states, the position of the
+    training data) go to
     output_dir every save_checkpoints_steps; a new Runner on the same output_dir resumes from the
     latest one. SIGTERM/SIGINT end training after the current loop with a checkpoint. TensorBoard
     summaries go to output_dir/train. A non-finite loss raises FloatingPointError before anything
@@ -115,7 +116,20 @@ class Runner:
             self.optimizer = optimizer
             self.optimizer.build(self.model.trainable_variables)
         self.loss_scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        # Keras leaves the dropout layers' random-generator states out of the model's checkpoint
+        # dependencies; saved beside it, a resumed run draws the masks the interrupted one would.
+        random_states = [
+            v.value for v in self.model.variables if v.path.endswith("seed_generator_state")
+        ]
+        # Batches read from each input pipeline; more than the step when a float16 update was
+        # skipped for a non-finite gradient.
+        self._batches_read = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.checkpoint = tf.train.Checkpoint(
+            model=self.model,
+            optimizer=self.optimizer,
+            random_states=random_states,
+            train_batches_read=self._batches_read,
+        )
         # Restores read the chief's checkpoints on every worker.
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
@@ -144,8 +158,7 @@ class Runner:
     def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
         """Restores the latest checkpoint of output_dir (True), or calls initialize(model).
 
-        The training data's position is restored when train() creates its iterator (a
-        checkpoint restores objects that are attached after the read).
+        train() then skips the training batches that the restored run had read.
         """
         latest = self.manager.latest_checkpoint
         if latest:
@@ -231,11 +244,14 @@ class Runner:
             # The step, not the loop: reading the iterator cannot be compiled.
             step_fn = tf.function(step_fn, jit_compile=True)
 
+        batches_read = self._batches_read
+
         @tf.function
         def train_loop(iterator, num_steps):
             total = tf.constant(0.0)
             for _ in tf.range(num_steps):
                 shares = strategy.run(step_fn, args=(next(iterator),))
+                batches_read.assign_add(1)
                 total += strategy.reduce(tf.distribute.ReduceOp.SUM, shares, axis=None)
             return total / tf.cast(num_steps, tf.float32)
 
@@ -256,12 +272,17 @@ class Runner:
                 f"{self.strategy.num_replicas_in_sync} replicas x "
                 f"{settings.gradient_accumulation_steps} micro-batches"
             )
-        dataset = self.strategy.distribute_datasets_from_function(train_dataset_fn)
-        iterator = iter(dataset)
-        # Saved with every checkpoint and restored from the one read by restore_or_initialize,
-        # so a resumed run sees the batches the interrupted one had not reached (prefetched
-        # and shuffle-buffer elements included).
-        self.checkpoint.train_data = iterator
+        # A resumed run goes on with the batches the interrupted one had not reached: every step
+        # reads one batch of each input pipeline, so skip those read before the checkpoint
+        # (exact when the dataset's order is seeded). Not the iterator itself in the checkpoint:
+        # tf.distribute's iterators are not trackable (TF 2.21).
+        batches_read = int(self._batches_read.numpy())
+
+        def dataset_fn(input_context):
+            dataset = train_dataset_fn(input_context)
+            return dataset.skip(batches_read) if batches_read else dataset
+
+        iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         train_loop = self._train_loop_fn()
         writer = (
             tf.summary.create_file_writer(os.path.join(settings.output_dir, "train"))
