@@ -72,12 +72,12 @@ class Runner:
     train_dataset_fn(input_context) / eval_dataset_fn(input_context) -> tf.data.Dataset of dict
       batches (the model's inputs and labels); a training batch is one update's batch.
 
-    Checkpoints (model, optimizer and its step, dropout random states, the position of the
-    training data) go to
-    output_dir every save_checkpoints_steps; a new Runner on the same output_dir resumes from the
-    latest one. SIGTERM/SIGINT end training after the current loop with a checkpoint. TensorBoard
-    summaries go to output_dir/train. A non-finite loss raises FloatingPointError before anything
-    of that loop is saved. Under a float16 policy the optimizer is wrapped in
+    Checkpoints (model, optimizer and its step, dropout random states, the number of training
+    batches read) go to output_dir every save_checkpoints_steps; a new Runner on the same
+    output_dir resumes from the latest one, skipping the batches already read. SIGTERM/SIGINT
+    end training after the current loop with a checkpoint. TensorBoard summaries go to
+    output_dir/train. A non-finite loss raises FloatingPointError before anything of that loop
+    is saved. Under a float16 policy the optimizer is wrapped in
     keras.optimizers.LossScaleOptimizer (dynamic loss scaling).
 
     Multi-worker: every worker must save (saving is collective); only the chief writes to
