@@ -51,7 +51,16 @@ flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm an
 flags.DEFINE_bool("use_next_sentence_label", True, "False: MLM-only pre-training.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
 flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
-flags.DEFINE_integer("seed", None, "Seed for input shuffling.")
+flags.DEFINE_integer("seed", None, "Seed for initialization, dropout and input order.")
+flags.DEFINE_integer(
+    "gradient_accumulation_steps",
+    1,
+    "Micro-batches per update: each update's --train_batch_size examples run as this many "
+    "micro-batches of train_batch_size / k, their gradients summed (the memory of one).",
+)
+flags.DEFINE_bool(
+    "enable_xla", False, "Compile the train step with XLA (for GPU/TPU; slower on CPU)."
+)
 flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 
 
@@ -86,6 +95,8 @@ def main(_):
             keep_checkpoint_max=FLAGS.keep_checkpoint_max,
             log_steps=FLAGS.log_steps,
             seed=FLAGS.seed,
+            gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
+            enable_xla=FLAGS.enable_xla,
         )
     )
 

@@ -14,12 +14,15 @@
 
 Every model is random-initialised (no checkpoint), as the peers are. The forward and the step
 run inside one `tf.function` (XLA with the `_xla` factories), like the peers' scripts.
-`encoder_latency.py` uses the same factories to time ours without the harness.
+`runner_step_fp32` / `runner_step_bf16` time one update through the training Runner's own
+compiled loop (what run_pretraining.py runs). `encoder_latency.py` and `train_step.py` use these
+factories.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -27,8 +30,13 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
+from official_bert.training.distribution import create_strategy  # noqa: E402
 from official_bert.training.optimization import create_optimizer  # noqa: E402
-from official_bert.training.pretraining_objective import pretraining_loss  # noqa: E402
+from official_bert.training.pretraining_objective import (  # noqa: E402
+    pretraining_loss,
+    pretraining_loss_denominators,
+)
+from official_bert.training.runner import Runner, RunnerSettings  # noqa: E402
 
 # The dtype policy names of Keras 3, as the factories' names abbreviate them.
 FP32 = "float32"
@@ -107,6 +115,70 @@ def encoder_forward_bf16_xla(cfg, batch):
     return make_encoder_forward(cfg, batch, BF16, jit_compile=True)
 
 
+def pretraining_features(batch: dict) -> dict:
+    """The harness's train_step batch under our names: int32 [batch, seq] encoder inputs, int32
+    [batch, P] masked_lm_positions / masked_lm_ids, float32 [batch, P] masked_lm_weights, int32
+    [batch] next_sentence_labels (tensors)."""
+    features = encoder_inputs(batch)
+    for name in ("masked_lm_positions", "masked_lm_ids", "next_sentence_labels"):
+        features[name] = tf.constant(batch[name], tf.int32)
+    features["masked_lm_weights"] = tf.constant(batch["masked_lm_weights"], tf.float32)
+    return features
+
+
+def make_runner_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
+    """Returns step(): one update through the training Runner's compiled loop, as
+    run_pretraining.py runs it (OneDeviceStrategy, `strategy.run`, the original loss normalized
+    over the batch, the original AdamWeightDecay with warm-up + linear decay, global-norm clip
+    1.0, dropout on), on `batch` repeated. step() returns the loss (float32 scalar tensor).
+    No checkpoints or logs: those are per loop of steps_per_loop steps, not per step.
+    """
+
+    def model_fn():
+        pretrainer = BertPretrainer(build_encoder(cfg, dtype))
+        pretrainer.build()
+        return pretrainer
+
+    runner = Runner(
+        create_strategy("one_device"),
+        model_fn,
+        lambda: create_optimizer(1e-4, num_train_steps=1_000_000, num_warmup_steps=0),
+        pretraining_loss,
+        RunnerSettings(
+            tempfile.mkdtemp(prefix="runner_step_"),
+            num_train_steps=1_000_000,
+            enable_xla=jit_compile,
+        ),
+        loss_denominators_fn=pretraining_loss_denominators,
+    )
+    features = pretraining_features(batch)
+    dataset = runner.strategy.distribute_datasets_from_function(
+        lambda input_context: tf.data.Dataset.from_tensors(features).repeat()
+    )
+    iterator = iter(dataset)
+    # The loop Runner.train calls between its checkpoints, here one step per call.
+    train_loop = runner._train_loop_fn()
+    one = tf.constant(1)
+
+    def step():
+        return train_loop(iterator, one)
+
+    step.pretrainer = runner.model
+    return step
+
+
+def runner_step_fp32(cfg, batch):
+    return make_runner_step(cfg, batch, FP32)
+
+
+def runner_step_bf16(cfg, batch):
+    return make_runner_step(cfg, batch, BF16)
+
+
+def runner_step_fp32_xla(cfg, batch):
+    return make_runner_step(cfg, batch, FP32, jit_compile=True)
+
+
 def make_pretrain_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
     """Returns step(): one full MLM+NSP optimizer step on `batch`; step() returns the loss.
 
@@ -124,18 +196,12 @@ def make_pretrain_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: b
     # Building the slots here keeps variable creation out of the traced step.
     optimizer.build(variables)
 
-    inputs = encoder_inputs(batch)
-    inputs["masked_lm_positions"] = tf.constant(batch["masked_lm_positions"], tf.int32)
-    labels = {
-        "masked_lm_ids": tf.constant(batch["masked_lm_ids"], tf.int32),
-        "masked_lm_weights": tf.constant(batch["masked_lm_weights"], tf.float32),
-        "next_sentence_labels": tf.constant(batch["next_sentence_labels"], tf.int32),
-    }
+    features = pretraining_features(batch)
 
     @tf.function(jit_compile=jit_compile)
     def train_step():
         with tf.GradientTape() as tape:
-            loss = pretraining_loss(pretrainer(inputs, training=True), labels)
+            loss = pretraining_loss(pretrainer(features, training=True), features)
         gradients = tape.gradient(loss, variables)
         gradients, _ = tf.clip_by_global_norm(gradients, 1.0)
         optimizer.apply_gradients(zip(gradients, variables, strict=True))

@@ -61,6 +61,39 @@ PEER_RUNS = {
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def add_harness_arguments(parser: argparse.ArgumentParser) -> None:
+    """--peers_dir, --peer_bench_dir, --quiet_wait, --jsonl: where the peer harness and its
+    venvs are, how long to wait for a quiet machine, where the JSON lines go."""
+    parser.add_argument(
+        "--peers_dir",
+        default=os.environ.get("PEERS_DIR") or os.path.expanduser("~/.cache/bert_peers"),
+        help="where setup_peers.sh put the venvs ($PEERS_DIR)",
+    )
+    parser.add_argument(
+        "--peer_bench_dir",
+        default=os.path.join(PROJECT_ROOT, "..", "shared", "bench"),
+        help="folder of the harness's scripts (infer_*.py, train_step_*.py, time_ours.py)",
+    )
+    parser.add_argument(
+        "--quiet_wait",
+        type=float,
+        default=float(os.environ.get("BENCH_QUIET_WAIT", "30")),
+        help="seconds to wait for other processes to drop below 0.25 cores before timing",
+    )
+    parser.add_argument("--jsonl", default=os.environ.get("BENCH_JSONL"), help="append lines here")
+
+
+def check_run_names(parser, variants, known_variants, peers, known_peers) -> None:
+    """Exits with a usage error naming an unknown --variants or --peers entry."""
+    for flag, names, known in (
+        ("variants", variants, known_variants),
+        ("peers", peers, known_peers),
+    ):
+        for name in names:
+            if name not in known:
+                parser.error(f"--{flag}: unknown {name!r}; expected one of {list(known)}")
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default="base", choices=sorted(CONFIGS))
@@ -80,24 +113,8 @@ def parse_args(argv=None):
         default="",
         help=f"peer runs, comma list of {','.join(PEER_RUNS)} (and 'xla' = the -xla of each)",
     )
-    parser.add_argument(
-        "--peers_dir",
-        default=os.environ.get("PEERS_DIR") or os.path.expanduser("~/.cache/bert_peers"),
-        help="where setup_peers.sh put the venvs ($PEERS_DIR)",
-    )
-    parser.add_argument(
-        "--peer_bench_dir",
-        default=os.path.join(PROJECT_ROOT, "..", "shared", "bench"),
-        help="folder of the peers' infer_*.py scripts",
-    )
+    add_harness_arguments(parser)
     parser.add_argument("--rounds", type=int, default=1, help="alternate ours and peers N times")
-    parser.add_argument(
-        "--quiet_wait",
-        type=float,
-        default=float(os.environ.get("BENCH_QUIET_WAIT", "30")),
-        help="seconds to wait for other processes to drop below 0.25 cores before timing",
-    )
-    parser.add_argument("--jsonl", default=os.environ.get("BENCH_JSONL"), help="append lines here")
     parser.add_argument(
         "--summarize",
         nargs="+",
@@ -112,12 +129,7 @@ def parse_args(argv=None):
     if "xla" in args.peer_list:
         args.peer_list.remove("xla")
         args.peer_list += [p + "-xla" for p in args.peer_list if p + "-xla" in PEER_RUNS]
-    for name in args.variant_list:
-        if name not in OUR_VARIANTS:
-            parser.error(f"--variants: unknown {name!r}; expected one of {list(OUR_VARIANTS)}")
-    for name in args.peer_list:
-        if name not in PEER_RUNS:
-            parser.error(f"--peers: unknown {name!r}; expected one of {list(PEER_RUNS)}")
+    check_run_names(parser, args.variant_list, OUR_VARIANTS, args.peer_list, PEER_RUNS)
     args.batch_list = []
     for item in args.batches.split(","):
         batch, _, calls = item.partition(":")
@@ -289,6 +301,12 @@ def measure_ours(args, round_index: int) -> list[dict]:
 def check_peer(args, name: str) -> tuple[str, str, list[str]]:
     """(interpreter, script, flags) of a peer run; FileNotFoundError naming what is missing."""
     venv, script, flags = PEER_RUNS[name]
+    return (*peer_paths(args, name, venv, script), flags)
+
+
+def peer_paths(args, name: str, venv: str, script: str) -> tuple[str, str]:
+    """(interpreter of $PEERS_DIR/venv-<venv>, path of the harness's script) for peer run
+    `name`; FileNotFoundError naming what is missing and how to build it."""
     python = os.path.join(args.peers_dir, f"venv-{venv}", "bin", "python")
     script_path = os.path.join(os.path.normpath(args.peer_bench_dir), script)
     if not os.path.exists(python):
@@ -299,7 +317,7 @@ def check_peer(args, name: str) -> tuple[str, str, list[str]]:
         )
     if not os.path.exists(script_path):
         raise FileNotFoundError(f"peer {name}: no {script_path}; set --peer_bench_dir")
-    return python, script_path, flags
+    return python, script_path
 
 
 def measure_peer(args, name: str, round_index: int) -> list[dict]:

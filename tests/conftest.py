@@ -80,3 +80,24 @@ def assert_config_round_trip(layer):
     assert clone.get_config() == config
     registered = keras.saving.get_registered_name(type(layer))
     assert keras.saving.get_registered_object(registered) is type(layer)
+
+
+def synthetic_pretraining_examples(num_examples, seq=16, predictions=4, vocab=50, seed=0):
+    """num_examples pre-training examples (the model's feature names) as numpy arrays; rows hold
+    1 to `predictions` predictions (the first quarter all), so the parts of a batch have
+    different masked_lm_weights sums, as real data does."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    weights = (rng.random((num_examples, predictions)) < 0.5).astype(np.float32)
+    weights[:, 0] = 1.0
+    weights[: num_examples // 4] = 1.0
+    return {
+        "input_word_ids": rng.integers(1, vocab, (num_examples, seq)).astype(np.int32),
+        "input_mask": np.ones((num_examples, seq), np.int32),
+        "input_type_ids": np.zeros((num_examples, seq), np.int32),
+        "masked_lm_positions": rng.integers(1, seq, (num_examples, predictions)).astype(np.int32),
+        "masked_lm_ids": rng.integers(1, vocab, (num_examples, predictions)).astype(np.int32),
+        "masked_lm_weights": weights,
+        "next_sentence_labels": rng.integers(0, 2, (num_examples, 1)).astype(np.int32),
+    }

@@ -51,7 +51,8 @@ def create_strategy(name: str = "one_device", tpu: str | None = None) -> tf.dist
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
-        except (ValueError, tf.errors.OpError, RuntimeError) as error:
+        # OSError: a TPU name that does not resolve (the resolver asks the GCE metadata server).
+        except (ValueError, OSError, tf.errors.OpError, RuntimeError) as error:
             raise ConnectionError(f"cannot use TPU {tpu!r}: {error}") from None
         logging.info("TPU devices: %s", tf.config.list_logical_devices("TPU"))
         return tf.distribute.TPUStrategy(resolver)

@@ -14,7 +14,11 @@ from official_bert.data.pretraining_dataset import pretraining_dataset
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.distribution import create_strategy
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import PretrainingMetrics, pretraining_loss
+from official_bert.training.pretraining_objective import (
+    PretrainingMetrics,
+    pretraining_loss,
+    pretraining_loss_denominators,
+)
 from official_bert.training.runner import Runner, RunnerSettings, write_eval_results
 
 
@@ -47,6 +51,8 @@ class PretrainingOptions:
     keep_checkpoint_max: int = 5
     log_steps: int = 100
     seed: int | None = None
+    gradient_accumulation_steps: int = 1
+    enable_xla: bool = False
 
 
 def run_pretraining(options: PretrainingOptions) -> dict:
@@ -64,6 +70,10 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         )
     os.makedirs(options.output_dir, exist_ok=True)
     strategy = create_strategy(options.distribution_strategy, options.tpu)
+    if options.seed is not None:
+        # Initialization, dropout and input order; with the checkpointed data position and
+        # random states a resumed run then ends with the weights of an uninterrupted one.
+        keras.utils.set_random_seed(options.seed)
 
     def model_fn():
         encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
@@ -108,7 +118,11 @@ def run_pretraining(options: PretrainingOptions) -> dict:
             save_checkpoints_steps=options.save_checkpoints_steps,
             keep_checkpoint_max=options.keep_checkpoint_max,
             log_steps=options.log_steps,
+            gradient_accumulation_steps=options.gradient_accumulation_steps,
+            enable_xla=options.enable_xla,
         ),
+        # The MLM loss is normalized over the whole update batch, whatever its parts.
+        loss_denominators_fn=pretraining_loss_denominators,
     )
 
     def initialize(model):
@@ -118,9 +132,11 @@ def run_pretraining(options: PretrainingOptions) -> dict:
     runner.restore_or_initialize(initialize)
     results = {"history": []}
     if options.do_train:
+        # train_batch_size is the batch of one update; gradient accumulation splits it.
         results["history"] = runner.train(
             dataset_fn(options.train_batch_size, True), options.train_batch_size
         )
+    if options.do_train and runner.is_chief:
         # The `checkpoint` state file stays the runner's, so a rerun resumes from ckpt-N.
         prefix = write_original_checkpoint(
             runner.model, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
@@ -133,7 +149,8 @@ def run_pretraining(options: PretrainingOptions) -> dict:
             dataset_fn(options.eval_batch_size, False), metrics, options.max_eval_steps
         )
         path = os.path.join(options.output_dir, "eval_results.txt")
-        write_eval_results(path, results["eval"], runner.step)
+        if runner.is_chief:
+            write_eval_results(path, results["eval"], runner.step)
         logging.info("Eval results (%s): %s", path, results["eval"])
     keras.backend.clear_session()
     return results

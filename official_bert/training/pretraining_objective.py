@@ -19,42 +19,65 @@ def masked_lm_nll(mlm_logits, masked_lm_ids):
     )
 
 
-def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights):
+def masked_lm_loss(mlm_logits, masked_lm_ids, masked_lm_weights, denominator=None):
     """sum(weights * nll) / (sum(weights) + 1e-5), as the original get_masked_lm_output.
     Returns a float32 scalar.
 
-    Under a tf.distribute strategy with several replicas the sums run over the global batch:
-    each replica returns num_replicas * (its numerator) / (global denominator), so the mean over
-    replicas (what the runner reports and differentiates) equals the one-device loss of the same
-    global batch.
+    denominator: float32 scalar, the sum of masked_lm_weights over a larger batch this one is a
+    part of (micro-batches, replicas); the result is then this part's share of that batch's loss,
+    and the shares of all parts sum to its loss (the 1e-5 guard is added once, to the total).
     """
     weights = tf.cast(masked_lm_weights, tf.float32)
     numerator = tf.reduce_sum(weights * masked_lm_nll(mlm_logits, masked_lm_ids))
-    denominator = tf.reduce_sum(weights)
-    context = tf.distribute.get_replica_context()
-    replicas = context.num_replicas_in_sync if context is not None else 1
-    if replicas > 1:
-        denominator = context.all_reduce(tf.distribute.ReduceOp.SUM, denominator)
-        numerator *= replicas
+    if denominator is None:
+        denominator = tf.reduce_sum(weights)
     return numerator / (denominator + _MLM_DENOMINATOR_EPSILON)
 
 
-def next_sentence_loss(next_sentence_logits, next_sentence_labels):
+def next_sentence_loss(next_sentence_logits, next_sentence_labels, denominator=None):
     """Mean cross-entropy of the 2-way next-sentence head (labels [batch] or [batch, 1];
-    0 = B is the real next segment). Returns a float32 scalar."""
+    0 = B is the real next segment). Returns a float32 scalar.
+
+    denominator: float32 scalar, the number of examples of a larger batch this one is a part
+    of; the result is then this part's share of the mean over that batch.
+    """
     labels = tf.reshape(tf.cast(next_sentence_labels, tf.int32), [-1])
-    return tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=labels, logits=tf.cast(next_sentence_logits, tf.float32)
-        )
+    nll = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=tf.cast(next_sentence_logits, tf.float32)
     )
+    if denominator is None:
+        return tf.reduce_mean(nll)
+    return tf.reduce_sum(nll) / denominator
 
 
-def pretraining_loss(outputs: dict, batch: dict):
-    """Total loss = MLM loss (+ NSP loss when the model has a next-sentence head)."""
-    loss = masked_lm_loss(outputs["mlm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"])
+def pretraining_loss_denominators(batch: dict) -> dict:
+    """What the pre-training loss divides by, from a batch alone: {"masked_lm": sum of
+    masked_lm_weights, "next_sentence": number of examples}, float32 scalars. Summed over the
+    parts of an update (the Runner's loss_denominators_fn), they normalize the loss over all of
+    it, so k micro-batches or n replicas give the loss and gradient of one batch."""
+    return {
+        "masked_lm": tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)),
+        "next_sentence": tf.cast(tf.shape(batch["masked_lm_weights"])[0], tf.float32),
+    }
+
+
+def pretraining_loss(outputs: dict, batch: dict, denominators: dict | None = None):
+    """Total loss = MLM loss (+ NSP loss when the model has a next-sentence head), a float32
+    scalar. denominators: pretraining_loss_denominators summed over the whole update batch, to
+    return this part's share of its loss (see masked_lm_loss)."""
+    denominators = denominators or {}
+    loss = masked_lm_loss(
+        outputs["mlm_logits"],
+        batch["masked_lm_ids"],
+        batch["masked_lm_weights"],
+        denominators.get("masked_lm"),
+    )
     if "next_sentence_logits" in outputs:
-        loss += next_sentence_loss(outputs["next_sentence_logits"], batch["next_sentence_labels"])
+        loss += next_sentence_loss(
+            outputs["next_sentence_logits"],
+            batch["next_sentence_labels"],
+            denominators.get("next_sentence"),
+        )
     return loss
 
 

@@ -13,31 +13,76 @@ import signal
 import time
 from collections.abc import Callable
 
+import keras
 import tensorflow as tf
 from absl import logging
 
 
 @dataclasses.dataclass
 class RunnerSettings:
+    """output_dir: checkpoints and summaries. num_train_steps counts optimizer updates.
+
+    gradient_accumulation_steps = k: every update's batch (the global batch the train dataset
+    yields) is split into k micro-batches that run forward and backward one after another, and
+    their gradients are summed into one update: the memory of one micro-batch, the update of the
+    whole batch. enable_xla compiles the train step with XLA (`jit_compile`); slower than plain
+    TF on CPU, meant for GPU/TPU.
+    """
+
     output_dir: str
     num_train_steps: int
     steps_per_loop: int = 1000
     save_checkpoints_steps: int = 1000
     keep_checkpoint_max: int = 5
     log_steps: int = 100
+    gradient_accumulation_steps: int = 1
+    enable_xla: bool = False
+
+
+def _is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the checkpoints and summaries (always, but in multi-worker
+    training only the "chief", or worker 0 of a cluster without one)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def _uses_float16(model: keras.Model) -> bool:
+    """Whether any layer computes in float16 (then the loss needs scaling)."""
+    return any(layer.dtype_policy.compute_dtype == "float16" for layer in model._flatten_layers())
 
 
 class Runner:
     """Trains and evaluates a Keras model with a custom loop.
 
     model_fn() -> keras.Model, optimizer_fn() -> keras optimizer: built under the strategy scope.
-    loss_fn(outputs, batch) -> float32 scalar (the per-replica mean).
+    loss_fn(outputs, batch) -> float32 scalar: the loss of one (micro-)batch on one replica, a
+      mean over it. The runner averages such losses over replicas and micro-batches.
+    loss_denominators_fn(batch) -> {name: float32 scalar}, optional: for a loss that is a sum of
+      ratios `numerator / denominator` whose denominators depend on the batch alone (the MLM
+      loss divides by the sum of masked_lm_weights). The runner sums them over the whole update
+      batch (all micro-batches, all replicas) and calls `loss_fn(outputs, batch, denominators=...)`,
+      which must then return this (micro-)batch's share of the whole batch's loss; the shares are
+      summed. Only that makes k micro-batches or n replicas give exactly the update of one
+      device on the whole batch when the normalization varies between parts.
     train_dataset_fn(input_context) / eval_dataset_fn(input_context) -> tf.data.Dataset of dict
-    batches (the model's inputs and labels).
+      batches (the model's inputs and labels); a training batch is one update's batch.
 
-    Checkpoints (model, optimizer and its step) go to output_dir every save_checkpoints_steps;
-    a new Runner on the same output_dir resumes from the latest one. SIGTERM/SIGINT end training
-    after the current loop with a checkpoint. TensorBoard summaries go to output_dir/train.
+    Checkpoints (model, optimizer and its step, dropout random states, the number of training
+    batches read) go to output_dir every save_checkpoints_steps; a new Runner on the same
+    output_dir resumes from the latest one, skipping the batches already read. SIGTERM/SIGINT
+    end training after the current loop with a checkpoint. TensorBoard summaries go to
+    output_dir/train. A non-finite loss raises FloatingPointError before anything of that loop
+    is saved. Under a float16 policy the optimizer is wrapped in
+    keras.optimizers.LossScaleOptimizer (dynamic loss scaling).
+
+    Multi-worker: every worker must save (saving is collective); only the chief writes to
+    output_dir, the others to a temporary folder that is removed again (the tf.distribute
+    pattern), and only the chief writes summaries.
     """
 
     def __init__(
@@ -47,18 +92,45 @@ class Runner:
         optimizer_fn: Callable,
         loss_fn: Callable,
         settings: RunnerSettings,
+        *,
+        loss_denominators_fn: Callable | None = None,
     ):
+        if settings.gradient_accumulation_steps < 1:
+            raise ValueError(
+                f"gradient_accumulation_steps must be >= 1, got "
+                f"{settings.gradient_accumulation_steps}"
+            )
         self.strategy = strategy
         self.settings = settings
         self.loss_fn = loss_fn
+        self.loss_denominators_fn = loss_denominators_fn
+        self.is_chief = _is_chief(strategy)
         with strategy.scope():
             self.model = model_fn()
-            self.optimizer = optimizer_fn()
+            optimizer = optimizer_fn()
+            # The runner clips the global gradient itself (see _train_loop_fn).
+            self.clip_norm = optimizer.global_clipnorm
+            optimizer.global_clipnorm = None
+            if _uses_float16(self.model):
+                optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+            self.optimizer = optimizer
             self.optimizer.build(self.model.trainable_variables)
-        # The runner clips the global gradient itself (see _train_loop_fn).
-        self.clip_norm = self.optimizer.global_clipnorm
-        self.optimizer.global_clipnorm = None
-        self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer)
+        self.loss_scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
+        # Keras leaves the dropout layers' random-generator states out of the model's checkpoint
+        # dependencies; saved beside it, a resumed run draws the masks the interrupted one would.
+        random_states = [
+            v.value for v in self.model.variables if v.path.endswith("seed_generator_state")
+        ]
+        # Batches read from each input pipeline; more than the step when a float16 update was
+        # skipped for a non-finite gradient.
+        self._batches_read = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.checkpoint = tf.train.Checkpoint(
+            model=self.model,
+            optimizer=self.optimizer,
+            random_states=random_states,
+            train_batches_read=self._batches_read,
+        )
+        # Restores read the chief's checkpoints on every worker.
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
             settings.output_dir,
@@ -66,14 +138,28 @@ class Runner:
             step_counter=self.optimizer.iterations,
             checkpoint_interval=settings.save_checkpoints_steps,
         )
+        self._write_manager = self.manager
+        if not self.is_chief:
+            resolver = strategy.cluster_resolver
+            self._write_manager = tf.train.CheckpointManager(
+                self.checkpoint,
+                os.path.join(settings.output_dir, f".tmp_{resolver.task_type}_{resolver.task_id}"),
+                max_to_keep=1,
+                step_counter=self.optimizer.iterations,
+                checkpoint_interval=settings.save_checkpoints_steps,
+            )
         self._stop_requested = False
 
     @property
     def step(self) -> int:
+        """Optimizer updates done (micro-batches are not counted)."""
         return int(self.optimizer.iterations.numpy())
 
     def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
-        """Restores the latest checkpoint of output_dir (True), or calls initialize(model)."""
+        """Restores the latest checkpoint of output_dir (True), or calls initialize(model).
+
+        train() then skips the training batches that the restored run had read.
+        """
         latest = self.manager.latest_checkpoint
         if latest:
             self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
@@ -83,47 +169,90 @@ class Runner:
             initialize(self.model)
         return False
 
+    def _save(self, force: bool = False) -> None:
+        saved = self._write_manager.save(
+            checkpoint_number=self.optimizer.iterations, check_interval=not force
+        )
+        if saved and not self.is_chief:
+            tf.io.gfile.rmtree(self._write_manager.directory)
+
     # === Training ===
     def _train_loop_fn(self):
-        strategy, model, optimizer, loss_fn = (
-            self.strategy,
-            self.model,
-            self.optimizer,
-            self.loss_fn,
-        )
-
-        clip_norm = self.clip_norm
+        strategy, model, optimizer = self.strategy, self.model, self.optimizer
+        loss_fn, denominators_fn = self.loss_fn, self.loss_denominators_fn
+        clip_norm, loss_scaled = self.clip_norm, self.loss_scaled
         replicas = strategy.num_replicas_in_sync
+        micro_batches = self.settings.gradient_accumulation_steps
+        variables = model.trainable_variables
 
-        def step_fn(batch):
+        def gradients_of(batch, denominators):
+            """(gradients, loss share) of one micro-batch; the shares of all micro-batches and
+            replicas sum to the update's loss, their gradients to its gradient."""
             with tf.GradientTape() as tape:
                 outputs = model(batch, training=True)
-                loss = loss_fn(outputs, batch)
-                # Gradients are summed over replicas: scale for their mean.
-                scaled = loss / replicas
-            gradients = tape.gradient(scaled, model.trainable_variables)
-            # Embedding gradients come as IndexedSlices; the updates below want dense tensors.
+                if denominators is None:
+                    share = loss_fn(outputs, batch) / (replicas * micro_batches)
+                else:
+                    share = loss_fn(outputs, batch, denominators=denominators)
+                # Under float16 the loss is scaled so small gradients do not flush to zero.
+                scaled = optimizer.scale_loss(share) if loss_scaled else share
+            gradients = tape.gradient(scaled, variables)
+            # Embedding gradients come as IndexedSlices; sums and updates want dense tensors.
             gradients = [
                 tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients
             ]
+            return gradients, share
+
+        def step_fn(batch):
+            denominators = None
+            if denominators_fn is not None:
+                denominators = denominators_fn(batch)
+                if replicas > 1:
+                    context = tf.distribute.get_replica_context()
+                    denominators = context.all_reduce(tf.distribute.ReduceOp.SUM, denominators)
+            if micro_batches == 1:
+                gradients, loss = gradients_of(batch, denominators)
+            else:
+                # [batch, ...] -> [k, batch / k, ...]; micro-batch j is row j.
+                split = tf.nest.map_structure(
+                    lambda t: tf.reshape(t, tf.concat([[micro_batches, -1], tf.shape(t)[1:]], 0)),
+                    batch,
+                )
+                gradients = [tf.zeros(v.shape, v.dtype) for v in variables]
+                loss = tf.constant(0.0)
+                for j in tf.range(micro_batches):
+                    micro = tf.nest.map_structure(lambda t, j=j: t[j], split)
+                    micro_gradients, share = gradients_of(micro, denominators)
+                    gradients = [a + g for a, g in zip(gradients, micro_gradients, strict=True)]
+                    loss += share
             if replicas > 1:
                 # Keras clips each replica's part before summing them; clip the global
                 # gradient instead, as one device would, then hand Keras parts that sum to it.
                 context = tf.distribute.get_replica_context()
                 gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
             if clip_norm:
-                gradients, _ = tf.clip_by_global_norm(gradients, clip_norm)
+                # Scaled gradients clipped at clip_norm * scale = unscaled ones clipped at
+                # clip_norm (the LossScaleOptimizer divides by the scale when it applies them).
+                limit = clip_norm * optimizer.dynamic_scale if loss_scaled else clip_norm
+                gradients, _ = tf.clip_by_global_norm(gradients, limit)
             if replicas > 1:
                 gradients = [g / replicas for g in gradients]
-            optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+            optimizer.apply_gradients(zip(gradients, variables, strict=True))
             return loss
+
+        if self.settings.enable_xla:
+            # The step, not the loop: reading the iterator cannot be compiled.
+            step_fn = tf.function(step_fn, jit_compile=True)
+
+        batches_read = self._batches_read
 
         @tf.function
         def train_loop(iterator, num_steps):
             total = tf.constant(0.0)
             for _ in tf.range(num_steps):
-                losses = strategy.run(step_fn, args=(next(iterator),))
-                total += strategy.reduce(tf.distribute.ReduceOp.MEAN, losses, axis=None)
+                shares = strategy.run(step_fn, args=(next(iterator),))
+                batches_read.assign_add(1)
+                total += strategy.reduce(tf.distribute.ReduceOp.SUM, shares, axis=None)
             return total / tf.cast(num_steps, tf.float32)
 
         return train_loop
@@ -133,12 +262,33 @@ class Runner:
         self._stop_requested = True
 
     def train(self, train_dataset_fn: Callable, global_batch_size: int) -> list[tuple[int, float]]:
-        """Trains up to num_train_steps; returns (step, mean loss) per loop."""
+        """Trains up to num_train_steps updates of global_batch_size examples (the dataset's
+        batches); returns (step, mean loss) per loop."""
         settings = self.settings
-        dataset = self.strategy.distribute_datasets_from_function(train_dataset_fn)
-        iterator = iter(dataset)
+        parts = self.strategy.num_replicas_in_sync * settings.gradient_accumulation_steps
+        if global_batch_size % parts:
+            raise ValueError(
+                f"the batch of {global_batch_size} does not split into "
+                f"{self.strategy.num_replicas_in_sync} replicas x "
+                f"{settings.gradient_accumulation_steps} micro-batches"
+            )
+        # A resumed run goes on with the batches the interrupted one had not reached: every step
+        # reads one batch of each input pipeline, so skip those read before the checkpoint
+        # (exact when the dataset's order is seeded). Not the iterator itself in the checkpoint:
+        # tf.distribute's iterators are not trackable (TF 2.21).
+        batches_read = int(self._batches_read.numpy())
+
+        def dataset_fn(input_context):
+            dataset = train_dataset_fn(input_context)
+            return dataset.skip(batches_read) if batches_read else dataset
+
+        iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         train_loop = self._train_loop_fn()
-        writer = tf.summary.create_file_writer(os.path.join(settings.output_dir, "train"))
+        writer = (
+            tf.summary.create_file_writer(os.path.join(settings.output_dir, "train"))
+            if self.is_chief
+            else tf.summary.create_noop_writer()
+        )
         previous = {
             sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
         }
@@ -182,12 +332,12 @@ class Runner:
                         eta,
                     )
                     last_log_step, last_log_time = self.step, now
-                self.manager.save(checkpoint_number=self.optimizer.iterations)
+                self._save()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             writer.flush()
-        self.manager.save(checkpoint_number=self.optimizer.iterations, check_interval=False)
+        self._save(force=True)
         return history
 
     # === Evaluation ===

@@ -13,23 +13,15 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import pretraining_loss
+from official_bert.training.pretraining_objective import pretraining_loss, pretraining_loss_denominators
 from official_bert.training.runner import Runner, RunnerSettings
 
-rng = np.random.default_rng(0)
-B, S, P, V = 8, 16, 4, 50
-weights = (rng.random((B, P)) < 0.7).astype(np.float32)
-weights[:, 0] = 1.0
-weights[:4] = 1.0  # the two replicas hold different numbers of predictions
-batch = {
-    "input_word_ids": rng.integers(1, V, (B, S)).astype(np.int32),
-    "input_mask": np.ones((B, S), np.int32),
-    "input_type_ids": np.zeros((B, S), np.int32),
-    "masked_lm_positions": rng.integers(1, S, (B, P)).astype(np.int32),
-    "masked_lm_ids": rng.integers(1, V, (B, P)).astype(np.int32),
-    "masked_lm_weights": weights,
-    "next_sentence_labels": rng.integers(0, 2, (B, 1)).astype(np.int32),
-}
+from tests.conftest import synthetic_pretraining_examples
+
+B, S, V = 8, 16, 50
+batch = synthetic_pretraining_examples(B, seq=S, vocab=V)
+batch["masked_lm_weights"][:4] = 1.0  # the two replicas hold different numbers of predictions
+
 
 def losses(strategy, output_dir):
     keras.utils.set_random_seed(1)
@@ -41,7 +33,8 @@ def losses(strategy, output_dir):
         return model
     runner = Runner(strategy, model_fn, lambda: create_optimizer(0.005, 10, 1, clip_norm=0.1),
                     pretraining_loss, RunnerSettings(output_dir, num_train_steps=5, steps_per_loop=1,
-                                                     save_checkpoints_steps=100, log_steps=100))
+                                                     save_checkpoints_steps=100, log_steps=100),
+                    loss_denominators_fn=pretraining_loss_denominators)
     def dataset_fn(context):
         size = context.get_per_replica_batch_size(B) if context else B
         data = tf.data.Dataset.from_tensors(batch).unbatch()

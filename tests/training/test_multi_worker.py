@@ -1,0 +1,86 @@
+"""MultiWorkerMirroredStrategy: 2 worker processes on 127.0.0.1 train like one device."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from tests.conftest import REPO_ROOT, synthetic_pretraining_examples
+from tests.training.test_runner import dataset_fn_of, make_runner
+
+# One worker: argv = output_dir, weights file. TF_CONFIG comes from the environment.
+_WORKER = r"""
+import os, sys
+import numpy as np
+from official_bert.training.distribution import create_strategy
+from tests.conftest import synthetic_pretraining_examples
+from tests.training.test_runner import dataset_fn_of, make_runner
+
+strategy = create_strategy("multi_worker_mirrored")
+runner = make_runner(sys.argv[1], strategy=strategy, num_train_steps=3)
+runner.restore_or_initialize()
+runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+np.savez(sys.argv[2], *[v.numpy() for v in runner.model.trainable_variables])
+print("WRITE_DIR", runner.is_chief, runner._write_manager.directory)
+"""
+
+
+def _free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def test_two_workers_end_with_identical_weights_equal_to_one_device(tmp_path):
+    workers = [f"127.0.0.1:{port}" for port in _free_ports(2)]
+    output = tmp_path / "run"
+    processes = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(config), "TF_CPP_MIN_LOG_LEVEL": "3"}
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _WORKER, str(output), str(tmp_path / f"worker{index}.npz")],
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+    deadline = time.time() + 300
+    try:
+        logs = [p.communicate(timeout=max(deadline - time.time(), 1))[0] for p in processes]
+    finally:
+        for p in processes:
+            p.kill()
+    for p, log in zip(processes, logs, strict=True):
+        assert p.returncode == 0, log[-3000:]
+
+    chief, other = (np.load(tmp_path / f"worker{i}.npz") for i in range(2))
+    assert len(chief.files) == len(other.files) > 10
+    for name in chief.files:
+        np.testing.assert_array_equal(chief[name], other[name])
+
+    # Each worker held half of every global batch of 8; together they took one device's step.
+    one_device = make_runner(tmp_path / "one", num_train_steps=3)
+    one_device.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+    for name, variable in zip(chief.files, one_device.model.trainable_variables, strict=True):
+        np.testing.assert_allclose(chief[name], variable.numpy(), rtol=1e-4, atol=1e-6)
+
+    # Only the chief (worker 0) writes checkpoints and summaries to output_dir; worker 1 wrote
+    # its own to a temporary folder, removed after each save.
+    write_dirs = [log.split("WRITE_DIR ")[1].split()[:2] for log in logs]
+    assert write_dirs[0] == ["True", str(output)]
+    assert write_dirs[1] == ["False", str(output / ".tmp_worker_1")]
+    assert (output / "ckpt-3.index").exists()
+    assert not (output / ".tmp_worker_1").exists()
+    assert (output / "train").is_dir()

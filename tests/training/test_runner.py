@@ -1,0 +1,173 @@
+"""The training runner on one device: gradient accumulation, NaN stop, mixed precision, XLA."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert.models import BertEncoder, BertPretrainer
+from official_bert.training.optimization import create_optimizer
+from official_bert.training.pretraining_objective import (
+    pretraining_loss,
+    pretraining_loss_denominators,
+)
+from official_bert.training.runner import Runner, RunnerSettings
+from tests.conftest import synthetic_pretraining_examples
+
+SEQ, PREDICTIONS, VOCAB = 16, 4, 50
+
+
+def dataset_fn_of(examples: dict, batch_size: int):
+    """A train_dataset_fn giving `examples` in order, batch_size (global) at a time, repeated.
+    Input pipeline i of n takes examples i, i + n, ...: n pipelines' first batches together
+    are the first global batch of one pipeline."""
+
+    def dataset_fn(input_context):
+        dataset = tf.data.Dataset.from_tensor_slices(examples)
+        size = batch_size
+        if input_context is not None:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
+            )
+            size = input_context.get_per_replica_batch_size(batch_size)
+        return dataset.batch(size).repeat()
+
+    return dataset_fn
+
+
+def make_runner(
+    output_dir, dtype="float32", optimizer_fn=None, denominators=True, strategy=None, **settings
+):
+    """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
+    optimizer (lr 0.01, no warm-up, clip 1.0); settings override RunnerSettings (3 steps, a loop
+    and a checkpoint per step)."""
+    keras.utils.set_random_seed(1)
+
+    def model_fn():
+        encoder = BertEncoder(
+            vocab_size=VOCAB,
+            hidden_size=16,
+            num_layers=2,
+            num_attention_heads=2,
+            intermediate_size=32,
+            hidden_dropout_rate=0.0,
+            attention_dropout_rate=0.0,
+            max_position_embeddings=SEQ,
+            type_vocab_size=2,
+            dtype=dtype,
+        )
+        model = BertPretrainer(encoder)
+        model.build()
+        return model
+
+    values = dict(num_train_steps=3, steps_per_loop=1, save_checkpoints_steps=1, log_steps=100)
+    values.update(settings)
+    return Runner(
+        strategy or tf.distribute.OneDeviceStrategy("/cpu:0"),
+        model_fn,
+        optimizer_fn or (lambda: create_optimizer(0.01, 100, 0, clip_norm=1.0)),
+        pretraining_loss,
+        RunnerSettings(str(output_dir), **values),
+        loss_denominators_fn=pretraining_loss_denominators if denominators else None,
+    )
+
+
+def trained_weights(runner, examples, batch_size):
+    runner.train(dataset_fn_of(examples, batch_size), batch_size)
+    return [v.numpy() for v in runner.model.trainable_variables]
+
+
+# === Gradient accumulation ===
+def test_accumulated_micro_batches_equal_one_large_batch(tmp_path):
+    examples = synthetic_pretraining_examples(24)
+    one_batch = trained_weights(make_runner(tmp_path / "one"), examples, 8)
+    accumulated = make_runner(tmp_path / "four", gradient_accumulation_steps=4)
+    four_micro = trained_weights(accumulated, examples, 8)
+    # The optimizer and the learning-rate schedule count updates, not micro-batches.
+    assert accumulated.step == 3
+    for a, b in zip(four_micro, one_batch, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    # The test can fail: micro-batch means averaged (each normalized by its own weights) give
+    # another update, because the micro-batches hold different numbers of predictions.
+    naive = make_runner(tmp_path / "naive", gradient_accumulation_steps=4, denominators=False)
+    naive_weights = trained_weights(naive, examples, 8)
+    assert max(np.abs(a - b).max() for a, b in zip(naive_weights, one_batch, strict=True)) > 1e-4
+
+
+def test_batch_must_split_into_micro_batches(tmp_path):
+    runner = make_runner(tmp_path, gradient_accumulation_steps=3)
+    with pytest.raises(ValueError, match="does not split into 1 replicas x 3 micro-batches"):
+        runner.train(dataset_fn_of(synthetic_pretraining_examples(8), 8), 8)
+
+
+# === Non-finite loss ===
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+    examples = synthetic_pretraining_examples(32)
+    examples["masked_lm_weights"][24:] = np.nan  # the 4th batch of 8
+    runner = make_runner(tmp_path, num_train_steps=6)
+    with pytest.raises(FloatingPointError, match=r"loss is nan at step 4.*ckpt-3"):
+        runner.train(dataset_fn_of(examples, 8), 8)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-3")
+    assert not tf.io.gfile.glob(str(tmp_path / "ckpt-4*"))
+    resumed = make_runner(tmp_path, num_train_steps=6)
+    assert resumed.restore_or_initialize()
+    assert resumed.step == 3
+    assert all(np.isfinite(v.numpy()).all() for v in resumed.model.trainable_variables)
+
+
+# === Mixed precision and XLA ===
+def _overfit_losses(runner, steps):
+    examples = synthetic_pretraining_examples(8)
+    history = runner.train(dataset_fn_of(examples, 8), 8)
+    assert len(history) == steps
+    return [loss for _, loss in history]
+
+
+def test_mixed_bfloat16_trains_float32_variables(tmp_path):
+    runner = make_runner(tmp_path, dtype="mixed_bfloat16", num_train_steps=30, steps_per_loop=10)
+    assert runner.model.encoder.compute_dtype == "bfloat16"
+    assert {v.dtype for v in runner.model.trainable_variables} == {"float32"}
+    losses = _overfit_losses(runner, 3)
+    assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_mixed_float16_scales_the_loss_and_trains(tmp_path):
+    runner = make_runner(tmp_path, dtype="mixed_float16", num_train_steps=30, steps_per_loop=10)
+    assert isinstance(runner.optimizer, keras.optimizers.LossScaleOptimizer)
+    assert {v.dtype for v in runner.model.trainable_variables} == {"float32"}
+    losses = _overfit_losses(runner, 3)
+    assert losses[-1] < 0.8 * losses[0], losses
+    assert all(np.isfinite(v.numpy()).all() for v in runner.model.trainable_variables)
+    # The loss scale is part of the checkpoint.
+    resumed = make_runner(tmp_path, dtype="mixed_float16", num_train_steps=30)
+    resumed.restore_or_initialize()
+    assert float(resumed.optimizer.dynamic_scale) == float(runner.optimizer.dynamic_scale)
+
+
+def test_mixed_float16_clips_the_unscaled_gradient(tmp_path):
+    """With plain SGD the update is lr * clipped gradient: clipping the scaled gradient at 1e-3
+    would make the float16 update 2**15 times smaller than the float32 one."""
+
+    def sgd():
+        return keras.optimizers.SGD(learning_rate=1.0, global_clipnorm=1e-3)
+
+    examples = synthetic_pretraining_examples(8)
+    updates = {}
+    for dtype in ("float32", "mixed_float16"):
+        runner = make_runner(tmp_path / dtype, dtype=dtype, optimizer_fn=sgd, num_train_steps=1)
+        before = [v.numpy() for v in runner.model.trainable_variables]
+        after = trained_weights(runner, examples, 8)
+        updates[dtype] = np.concatenate(
+            [(a - b).ravel() for a, b in zip(after, before, strict=True)]
+        )
+    norm = np.linalg.norm(updates["float32"])
+    np.testing.assert_allclose(norm, 1e-3, rtol=1e-3)
+    np.testing.assert_allclose(np.linalg.norm(updates["mixed_float16"]), norm, rtol=2e-2)
+    assert np.dot(updates["mixed_float16"], updates["float32"]) / norm**2 > 0.98
+
+
+def test_xla_step_trains(tmp_path):
+    runner = make_runner(tmp_path, num_train_steps=20, steps_per_loop=10, enable_xla=True)
+    losses = _overfit_losses(runner, 2)
+    assert losses[-1] < 0.9 * losses[0], losses
+    assert runner.step == 20
