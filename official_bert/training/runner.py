@@ -162,7 +162,20 @@ class Runner:
         """
         latest = self.manager.latest_checkpoint
         if latest:
-            self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
+            names = {name for name, _ in tf.train.list_variables(latest)}
+            if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
+                raise ValueError(
+                    f"output_dir {self.settings.output_dir} holds {latest}, which is not a "
+                    "training checkpoint of this runner (no object graph: an original TF1 "
+                    "checkpoint?); use another output_dir, and pass it as --init_checkpoint"
+                )
+            try:
+                self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
+            except AssertionError as error:
+                raise ValueError(
+                    f"cannot resume from {latest}: it was written for another model or "
+                    f"settings (first mismatch: {str(error)[:300]}); use another output_dir"
+                ) from None
             logging.info("Resumed from %s at step %d", latest, self.step)
             return True
         if initialize is not None:

@@ -242,3 +242,13 @@ def test_init_checkpoint_in_any_layout_gives_the_same_model(minilm_dir, tmp_path
         losses[name] = run_classifier(options)["eval"]["eval_loss"]
     assert losses["tf1"] == pytest.approx(losses["safetensors"], abs=1e-5), losses
     assert losses["object"] == pytest.approx(losses["safetensors"], abs=1e-5), losses
+
+
+def test_output_dir_holding_an_original_checkpoint_is_a_clear_error(minilm_dir, tmp_path):
+    """The original layout ships a `checkpoint` state file; it must not pass for a training run."""
+    from official_bert.checkpoints.conversion import convert_checkpoint
+
+    output_dir = tmp_path / "tf1"
+    convert_checkpoint(str(minilm_dir), str(output_dir), "tf1")
+    with pytest.raises(ValueError, match="not a training checkpoint of this runner"):
+        run_classifier(_options(minilm_dir, output_dir, MRPC, do_eval=True))
