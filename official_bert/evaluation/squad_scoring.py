@@ -90,12 +90,16 @@ def _percent(scores, qids):
     return 100.0 * sum(scores[qid] for qid in qids) / len(qids) if qids else 0.0
 
 
-def best_threshold(scores, predictions, no_answer_odds, has_answer) -> tuple[float, float]:
+def best_threshold(
+    scores, predictions, no_answer_odds, has_answer, abstain_threshold: float = 0.0
+) -> tuple[float, float]:
     """(best score in percent, its threshold): the official find_best_thresh. Questions are
     visited by increasing odds; answering each one (instead of abstaining) changes the count by
-    its score if answerable, by -1 if not and the prediction is non-empty."""
+    its score if answerable, by -1 if not and the prediction is non-empty. When abstaining on
+    every question is best, the threshold is `abstain_threshold` (the official 0.0, meant for
+    probabilities in [0, 1])."""
     current = best = sum(1 for qid in scores if not has_answer[qid])
-    threshold = 0.0
+    threshold = abstain_threshold
     for qid in sorted(scores, key=lambda qid: no_answer_odds[qid]):
         if has_answer[qid]:
             current += scores[qid]
@@ -168,4 +172,29 @@ def squad_v2_scores(
             f1_scores, predictions, odds, has_answer
         )
     results["missing"] = sum(1 for qid in qids if qid not in predictions)
+    return results
+
+
+def tune_no_answer_threshold(
+    data: list[dict], best_non_null: dict[str, str], no_answer_odds: dict[str, float]
+) -> dict:
+    """The null_score_diff_threshold that maximises v2.0 F1 on `data`, and the scores with it.
+
+    The search runs over each question's best non-null answer (what a threshold chooses from),
+    not over predictions already thresholded: with those, an answer hidden as "" at the old
+    threshold would count as empty at every new one. BERT's odds are score differences of any
+    sign, so "abstain everywhere" is a threshold below all of them, not the official 0.0.
+
+    Returns:
+      the v2.0 scores of the re-thresholded answers, plus "null_score_diff_threshold".
+    """
+    golds = gold_answers(data, version_2=True)
+    has_answer = {qid: bool(answers[0]) for qid, answers in golds.items()}
+    odds = {qid: float(no_answer_odds.get(qid, 0.0)) for qid in golds}
+    _, f1_scores = _raw_scores(golds, best_non_null, version_2=True)
+    lowest = min(odds.values(), default=0.0)
+    _, threshold = best_threshold(f1_scores, best_non_null, odds, has_answer, lowest - 1.0)
+    answers = {qid: ("" if odds[qid] > threshold else text) for qid, text in best_non_null.items()}
+    results = squad_v2_scores(data, answers)
+    results["null_score_diff_threshold"] = threshold
     return results

@@ -26,7 +26,11 @@ from official_bert.evaluation.squad_postprocessing import (
     rethreshold,
     write_prediction_files,
 )
-from official_bert.evaluation.squad_scoring import squad_v1_scores, squad_v2_scores
+from official_bert.evaluation.squad_scoring import (
+    squad_v1_scores,
+    squad_v2_scores,
+    tune_no_answer_threshold,
+)
 from official_bert.models import BertEncoder, BertSpanLabeler
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 from official_bert.training.distribution import create_strategy
@@ -74,8 +78,8 @@ class SquadOptions:
     seed: int | None = None
     # Cut each training batch to its longest window (same loss, faster; never on TPUs).
     trim_padding: bool = True
-    # v2.0: after scoring predict_file, re-write predictions.json with the threshold that gives
-    # the best F1 on it (reported in eval_results.json either way).
+    # v2.0: re-write the predictions with the threshold that gives the best F1 on predict_file
+    # (reported in eval_results.json under "tuned" either way).
     tune_null_threshold: bool = False
     # Only score output_dir/predictions.json (and null_odds.json) against predict_file.
     eval_only: bool = False
@@ -181,8 +185,8 @@ def run_squad(options: SquadOptions) -> dict:
     Writes to output_dir: train.tf_record (reused while the data and settings are unchanged) and
     eval.tf_record, checkpoints (a rerun resumes), TensorBoard summaries, predictions.json,
     nbest_predictions.json, null_odds.json (v2.0) and, when predict_file has answers,
-    eval_results.json (the official script's keys; v2.0 adds the threshold search and
-    "null_score_diff_threshold", the one predictions.json was written with).
+    eval_results.json (the official script's keys; v2.0 adds "null_score_diff_threshold", the
+    one the predictions were made with, and "tuned": the scores at the best-F1 threshold).
 
     Returns:
       {"history": [(step, loss)], "predictions": SquadPredictions, "eval": {...}} (the keys that
@@ -338,8 +342,9 @@ def run_squad(options: SquadOptions) -> dict:
 
 
 def _score_and_tune(options: SquadOptions, predictions) -> dict:
-    """Scores the predictions as written; with tune_null_threshold (v2.0) re-writes them with
-    the best-F1 threshold and adds their scores under "tuned"."""
+    """Scores the predictions as written. v2.0 also chooses the null_score_diff_threshold with
+    the best F1 on predict_file and reports its scores under "tuned"; with tune_null_threshold
+    the prediction files are re-written with it."""
     threshold = options.null_score_diff_threshold
     scores = score_predictions(
         options.predict_file,
@@ -350,23 +355,23 @@ def _score_and_tune(options: SquadOptions, predictions) -> dict:
     )
     if options.version_2_with_negative:
         scores["null_score_diff_threshold"] = threshold
+        tuned = tune_no_answer_threshold(
+            load_squad_json(options.predict_file),
+            predictions.best_non_null,
+            predictions.null_odds,
+        )
+        scores["tuned"] = tuned
+        logging.info(
+            "Best null_score_diff_threshold on %s: %.4f (F1 %.2f; %.2f at %.4f)",
+            options.predict_file,
+            tuned["null_score_diff_threshold"],
+            tuned["f1"],
+            scores["f1"],
+            threshold,
+        )
         if options.tune_null_threshold:
-            tuned_threshold = scores["best_f1_thresh"]
-            predictions.predictions = rethreshold(predictions, tuned_threshold)
+            predictions.predictions = rethreshold(predictions, tuned["null_score_diff_threshold"])
             write_prediction_files(options.output_dir, predictions)
-            tuned = score_predictions(
-                options.predict_file,
-                predictions.predictions,
-                True,
-                predictions.null_odds,
-                tuned_threshold,
-            )
-            scores["tuned"] = {**tuned, "null_score_diff_threshold": tuned_threshold}
-            logging.info(
-                "Re-wrote predictions.json with null_score_diff_threshold %.4f (F1 %.2f -> %.2f)",
-                tuned_threshold,
-                scores["f1"],
-                tuned["f1"],
-            )
+            logging.info("Re-wrote the predictions with the tuned threshold")
     _write_eval_results(options.output_dir, scores)
     return scores

@@ -9,6 +9,7 @@ from official_bert.evaluation.squad_scoring import (
     normalize_answer,
     squad_v1_scores,
     squad_v2_scores,
+    tune_no_answer_threshold,
 )
 
 
@@ -86,3 +87,22 @@ def test_v2_threshold_search_and_applying_a_threshold():
     at_one = squad_v2_scores(data, predictions, odds, no_answer_threshold=1.0)
     assert at_one["f1"] == pytest.approx(scores["best_f1"])
     assert at_one["NoAns_exact"] == 100.0
+
+
+def test_tuning_searches_the_best_non_null_answers_and_can_abstain_everywhere():
+    data = _data([("a1", ["Paris"]), ("n1", []), ("n2", [])])
+    # a1's answer is right but was hidden as "" at threshold 0 (odds 0.5 > 0): tuning must see
+    # "Paris", not "", to find that a threshold of 0.5 answers it.
+    best_non_null = {"a1": "Paris", "n1": "Rome", "n2": "Oslo"}
+    odds = {"a1": 0.5, "n1": 2.0, "n2": 3.0}
+    tuned = tune_no_answer_threshold(data, best_non_null, odds)
+    assert tuned["null_score_diff_threshold"] == 0.5
+    assert tuned["exact"] == 100.0
+    # Every answer wrong: abstaining everywhere is best, a threshold below all odds (BERT's odds
+    # are score differences of any sign; the official 0.0 would answer a1 and n1).
+    wrong = {"a1": "Rome", "n1": "Rome", "n2": "Oslo"}
+    odds = {"a1": -2.0, "n1": -1.0, "n2": 3.0}
+    tuned = tune_no_answer_threshold(data, wrong, odds)
+    assert tuned["null_score_diff_threshold"] < -2.0
+    assert tuned["exact"] == pytest.approx(200 / 3)
+    assert squad_v2_scores(data, wrong, odds)["best_exact_thresh"] == 0.0  # the official value

