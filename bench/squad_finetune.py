@@ -10,7 +10,8 @@ The original README's SQuAD recipe by default: max_seq_length 384, doc_stride 12
 lr 3e-5, 2 epochs, 10% warm-up.
 
   python bench/squad_finetune.py                          # v1 and v2, full (an hour or more on 2 CPUs)
-  python bench/squad_finetune.py --max_questions 24 --num_train_epochs 1   # smoke test, ~1 min
+  python bench/squad_finetune.py --max_questions 24 --num_train_epochs 1 \
+      --max_seq_length 128 --doc_stride 64                # smoke test, ~2 min
 
 Prints one JSON line per run (appended to --jsonl) and a Markdown table.
 """
