@@ -3,13 +3,13 @@
 v1.1: ../shared/data/squad/dev-v1.1.json split by article, training on the first 24 articles
 (5,696 questions) and predicting the other 24 (4,874). v2.0: ../shared/data/squad/
 cs224n-dev-v2.0.json split the same way (16 articles: the first 8 / the other 8), scored at
-null_score_diff_threshold 0 and with the threshold tuned on the predicted half (reported with
-null_odds.json's search, and predictions re-written with it).
+null_score_diff_threshold 0 and at the threshold with the best F1 on the predicted half (searched
+over null_odds.json and the best non-null answers; predictions re-written with it).
 
 The original README's SQuAD recipe by default: max_seq_length 384, doc_stride 128, batch 12,
 lr 3e-5, 2 epochs, 10% warm-up.
 
-  python bench/squad_finetune.py                          # v1 and v2, full (an hour or more on 2 CPUs)
+  python bench/squad_finetune.py                          # v1 and v2, full (not timed yet: hours on 2 CPUs)
   python bench/squad_finetune.py --max_questions 24 --num_train_epochs 1 \
       --max_seq_length 128 --doc_stride 64                # smoke test, ~2 min
 
