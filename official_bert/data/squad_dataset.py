@@ -1,0 +1,96 @@
+"""tf.data input of SQuAD TFRecords (the original run_squad.py features)."""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from official_bert.data.squad_features import squad_feature_spec
+
+# Model input names by original feature name; the rest keep their names.
+_MODEL_NAMES = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+}
+
+
+def inspect_squad_file(path: str) -> tuple[int, bool]:
+    """(max_seq_length, whether it holds training labels) of a SQuAD TFRecord file, from its
+    first record; a file of another kind raises ValueError naming the missing features."""
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        raise ValueError(f"{path}: no records")
+    features = tf.train.Example.FromString(first.numpy()).features.feature
+    missing = [name for name in ("unique_ids", *_MODEL_NAMES) if name not in features]
+    if missing:
+        raise ValueError(
+            f"{path}: not a SQuAD file: features {missing} are missing (found {sorted(features)})"
+        )
+    return len(features["input_ids"].int64_list.value), "start_positions" in features
+
+
+def squad_dataset(
+    input_file: str,
+    batch_size: int,
+    max_seq_length: int,
+    is_training: bool,
+    input_context: tf.distribute.InputContext | None = None,
+    drop_remainder: bool | None = None,
+    seed: int | None = None,
+    shuffle_buffer_size: int = 100_000,
+    trim_padding: bool = False,
+) -> tf.data.Dataset:
+    """Batches of SQuAD features.
+
+    Training: shuffled (the original's buffer of 100 left windows of one article together),
+    reshuffled each pass, repeated, batches full. Otherwise: in file order, once.
+
+    `trim_padding` (training only makes sense: predictions are gathered over batches of one
+    length) cuts each batch to its longest window rounded up to a multiple of 8; answer
+    positions always lie inside the real tokens, so the loss is unchanged.
+
+    Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
+    max_seq_length]), unique_ids (int64 [batch]); a training file adds start_positions,
+    end_positions, is_impossible (int32 [batch]).
+
+    Raises:
+      ValueError: the file's sequence length differs from max_seq_length (naming both).
+    """
+    found, has_labels = inspect_squad_file(input_file)
+    if found != max_seq_length:
+        raise ValueError(
+            f"{input_file} holds features of max_seq_length {found}, but "
+            f"--max_seq_length={max_seq_length}; delete it to have it rewritten, or pass "
+            f"--max_seq_length={found}"
+        )
+    spec = squad_feature_spec(max_seq_length, has_labels)
+
+    def parse(records):
+        parsed = tf.io.parse_example(records, spec)
+        batch = {}
+        for name, value in parsed.items():
+            # unique_ids are only carried through to post-processing; the model's inputs and
+            # labels become int32, as TPUs need.
+            if name != "unique_ids":
+                value = tf.cast(value, tf.int32)
+            batch[_MODEL_NAMES.get(name, name)] = value
+        if trim_padding:
+            longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
+            length = tf.minimum((longest + 7) // 8 * 8, max_seq_length)
+            for name in _MODEL_NAMES.values():
+                batch[name] = batch[name][:, :length]
+        return batch
+
+    dataset = tf.data.TFRecordDataset(input_file)
+    if input_context is not None:
+        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+        dataset = dataset.repeat()
+    per_replica = (
+        input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
+    )
+    if drop_remainder is None:
+        drop_remainder = is_training
+    dataset = dataset.batch(per_replica, drop_remainder=drop_remainder)
+    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

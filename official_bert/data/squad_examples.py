@@ -1,0 +1,189 @@
+"""Reading SQuAD v1.1 / v2.0 JSON files into examples, as the original run_squad.py.
+
+A paragraph's context is split on whitespace into `doc_tokens` (the original's own splitting,
+which also treats U+202F as a space); an answer is located by the word offsets of its first and
+last characters. Errors in the file's structure name the place, e.g.
+"data[3].paragraphs[5].qas[2]: 'answers' missing".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import tensorflow as tf
+from absl import logging
+
+from official_bert.tokenization import whitespace_tokenize
+
+
+@dataclasses.dataclass
+class SquadExample:
+    """One question about one paragraph.
+
+    doc_tokens: the context split on whitespace. start_position / end_position: indices into
+    doc_tokens of the answer's first and last words (training only; -1 for an impossible
+    question, None when not training). orig_answer_text: the answer as written in the file.
+    """
+
+    qas_id: str
+    question_text: str
+    doc_tokens: list[str]
+    orig_answer_text: str | None = None
+    start_position: int | None = None
+    end_position: int | None = None
+    is_impossible: bool = False
+
+
+@dataclasses.dataclass
+class SquadExamples:
+    """The examples of a file and how many answers were skipped (answer_start not matching its
+    context: the original warns and skips those questions)."""
+
+    examples: list[SquadExample]
+    num_skipped: int = 0
+
+
+def _is_whitespace(char: str) -> bool:
+    return char in " \t\r\n" or ord(char) == 0x202F
+
+
+def split_context(context: str) -> tuple[list[str], list[int]]:
+    """The original's whitespace split: (doc_tokens, char_to_word_offset), the second giving for
+    each character of `context` the index of its word (of the previous word for whitespace)."""
+    doc_tokens: list[str] = []
+    char_to_word_offset: list[int] = []
+    previous_is_whitespace = True
+    for char in context:
+        if _is_whitespace(char):
+            previous_is_whitespace = True
+        else:
+            if previous_is_whitespace:
+                doc_tokens.append(char)
+            else:
+                doc_tokens[-1] += char
+            previous_is_whitespace = False
+        char_to_word_offset.append(len(doc_tokens) - 1)
+    return doc_tokens, char_to_word_offset
+
+
+class SquadFormatError(ValueError):
+    """A SQuAD file whose JSON structure is not what the format says; names the place."""
+
+
+def _field(container, key: str, where: str, kind: type | tuple[type, ...]):
+    if not isinstance(container, dict):
+        raise SquadFormatError(f"{where}: expected an object, found {type(container).__name__}")
+    if key not in container:
+        raise SquadFormatError(f"{where}: {key!r} missing")
+    value = container[key]
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise SquadFormatError(f"{where}.{key}: expected {expected}, found {type(value).__name__}")
+    return value
+
+
+def load_squad_json(path: str) -> list[dict]:
+    """The `data` list of a SQuAD file; errors name the file and, for bad JSON, line and column."""
+    if not tf.io.gfile.exists(path):
+        raise FileNotFoundError(f"SQuAD file not found: {path}")
+    with tf.io.gfile.GFile(path, "r") as reader:
+        try:
+            dataset = json.load(reader)
+        except json.JSONDecodeError as error:
+            raise SquadFormatError(
+                f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+            ) from None
+    if not isinstance(dataset, dict):
+        raise SquadFormatError(f"{path}: expected a JSON object with 'data', found a list/value")
+    try:
+        return _field(dataset, "data", "top level", list)
+    except SquadFormatError as error:
+        raise SquadFormatError(f"{path}: {error}") from None
+
+
+def read_squad_examples(
+    path: str, is_training: bool, version_2_with_negative: bool = False
+) -> SquadExamples:
+    """The examples of a SQuAD file, in file order, as the original read_squad_examples.
+
+    Args:
+      path: a SQuAD v1.1 or v2.0 JSON file.
+      is_training: read the answers (their positions become training labels). Prediction
+        ignores them (scoring reads the file itself).
+      version_2_with_negative: questions may be unanswerable (`is_impossible`).
+
+    When training, a question with several answers uses the first (the original refused such
+    files; SQuAD dev files give 3-5 answers per question). An answer whose text is not found at
+    its answer_start is skipped with a warning and counted, as the original.
+
+    Raises:
+      FileNotFoundError, SquadFormatError: the file or a field is missing or of the wrong type,
+        naming where (e.g. "data[3].paragraphs[5].qas[2]: 'answers' missing").
+    """
+    data = load_squad_json(path)
+    examples: list[SquadExample] = []
+    num_skipped = 0
+    for article_index, article in enumerate(data):
+        article_where = f"{path}: data[{article_index}]"
+        paragraphs = _field(article, "paragraphs", article_where, list)
+        for paragraph_index, paragraph in enumerate(paragraphs):
+            paragraph_where = f"{article_where}.paragraphs[{paragraph_index}]"
+            context = _field(paragraph, "context", paragraph_where, str)
+            doc_tokens, char_to_word_offset = split_context(context)
+            for qa_index, qa in enumerate(_field(paragraph, "qas", paragraph_where, list)):
+                where = f"{paragraph_where}.qas[{qa_index}]"
+                qas_id = str(_field(qa, "id", where, (str, int)))
+                question_text = _field(qa, "question", where, str)
+                if not is_training:
+                    examples.append(SquadExample(qas_id, question_text, doc_tokens))
+                    continue
+                is_impossible = False
+                if version_2_with_negative:
+                    is_impossible = bool(_field(qa, "is_impossible", where, (bool, int)))
+                if is_impossible:
+                    examples.append(
+                        SquadExample(qas_id, question_text, doc_tokens, "", -1, -1, True)
+                    )
+                    continue
+                answers = _field(qa, "answers", where, list)
+                if not answers:
+                    raise SquadFormatError(
+                        f"{where}: no answers for a question that is not is_impossible"
+                    )
+                answer_where = f"{where}.answers[0]"
+                answer_text = _field(answers[0], "text", answer_where, str)
+                answer_start = _field(answers[0], "answer_start", answer_where, int)
+                answer_end = answer_start + len(answer_text) - 1
+                actual_text = None
+                if answer_text and 0 <= answer_start and answer_end < len(context):
+                    start_position = char_to_word_offset[answer_start]
+                    end_position = char_to_word_offset[answer_end]
+                    actual_text = " ".join(doc_tokens[start_position : end_position + 1])
+                cleaned_answer_text = " ".join(whitespace_tokenize(answer_text))
+                if actual_text is None or actual_text.find(cleaned_answer_text) == -1:
+                    logging.warning(
+                        "%s: could not find answer %r at answer_start %d (found %r); skipped",
+                        where,
+                        cleaned_answer_text,
+                        answer_start,
+                        actual_text,
+                    )
+                    num_skipped += 1
+                    continue
+                examples.append(
+                    SquadExample(
+                        qas_id,
+                        question_text,
+                        doc_tokens,
+                        answer_text,
+                        start_position,
+                        end_position,
+                        False,
+                    )
+                )
+    if num_skipped:
+        logging.warning(
+            "%s: %d answers did not match their answer_start and were skipped", path, num_skipped
+        )
+    return SquadExamples(examples, num_skipped)

@@ -1,0 +1,145 @@
+"""Fine-tunes BERT on SQuAD v1.1 or v2.0, writes the original prediction files, and scores them.
+
+  python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
+    --bert_config_file=$BERT_BASE_DIR/bert_config.json \
+    --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --do_train=True \
+    --train_file=$SQUAD_DIR/train-v1.1.json --do_predict=True \
+    --predict_file=$SQUAD_DIR/dev-v1.1.json --train_batch_size=12 --learning_rate=3e-5 \
+    --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
+"""
+
+import os
+
+from absl import app, flags
+
+from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.training.distribution import STRATEGIES
+from official_bert.training.squad_finetuning import SquadOptions, run_squad
+
+FLAGS = flags.FLAGS
+
+# === The original flags ===
+flags.DEFINE_string(
+    "bert_config_file", None, "bert_config.json (default: the one beside init_checkpoint)."
+)
+flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (default: beside the config).")
+flags.DEFINE_string("output_dir", None, "Checkpoints, records, predictions and results go here.")
+flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
+flags.DEFINE_string("predict_file", None, "SQuAD JSON for predictions, e.g. dev-v1.1.json.")
+flags.DEFINE_string("init_checkpoint", None, "Initial weights: TF1, safetensors or ours.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+flags.DEFINE_integer("max_seq_length", 384, "Wordpieces per window, question included.")
+flags.DEFINE_integer("doc_stride", 128, "Wordpieces between the starts of two windows.")
+flags.DEFINE_integer("max_query_length", 64, "Question wordpieces kept (the rest is cut).")
+flags.DEFINE_bool("do_train", False, "Whether to train.")
+flags.DEFINE_bool("do_predict", False, "Whether to predict predict_file.")
+flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
+flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call (= steps_per_loop).")
+flags.DEFINE_integer("n_best_size", 20, "Candidates in nbest_predictions.json.")
+flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in wordpieces.")
+flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
+flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address (same as --tpu).")
+flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility (TPUClusterResolver finds it).")
+flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
+flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 master).")
+flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy finds them).")
+flags.DEFINE_bool("verbose_logging", False, "Log answers that cannot be mapped back to the text.")
+flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
+flags.DEFINE_float(
+    "null_score_diff_threshold", 0.0, "v2.0: no answer when null - best span > this."
+)
+# === TF2 flags ===
+flags.DEFINE_enum(
+    "distribution_strategy", "one_device", list(STRATEGIES), "tf.distribute strategy."
+)
+flags.DEFINE_string("tpu", None, "TPU name, grpc://host:port or local.")
+flags.DEFINE_integer(
+    "steps_per_loop", None, "Steps per tf.function call (default: iterations_per_loop)."
+)
+flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Precision.")
+flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "keras_adamw", "lamb"], "Optimizer.")
+flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
+flags.DEFINE_integer("seed", None, "Seed of the span head's initialization, dropout, shuffling.")
+flags.DEFINE_bool(
+    "trim_padding", True, "Cut each training batch to its longest window (same loss; not TPU)."
+)
+flags.DEFINE_bool(
+    "tune_null_threshold",
+    False,
+    "v2.0: re-write predictions.json with the null_score_diff_threshold that gives the best F1 "
+    "on predict_file (reported in eval_results.json either way).",
+)
+flags.DEFINE_bool(
+    "eval_only", False, "Only score output_dir/predictions.json against predict_file."
+)
+flags.mark_flags_as_required(["output_dir"])
+
+
+def main(_):
+    if FLAGS.eval_only:
+        run_squad(
+            SquadOptions(
+                bert_config=None,
+                vocab_file=None,
+                output_dir=FLAGS.output_dir,
+                predict_file=FLAGS.predict_file,
+                version_2_with_negative=FLAGS.version_2_with_negative,
+                null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+                eval_only=True,
+            )
+        )
+        return
+    config_file = FLAGS.bert_config_file or find_bert_config(FLAGS.init_checkpoint)
+    if not config_file:
+        raise app.UsageError("--bert_config_file is required (none found beside init_checkpoint)")
+    vocab_file = FLAGS.vocab_file or os.path.join(os.path.dirname(config_file), "vocab.txt")
+    run_squad(
+        SquadOptions(
+            bert_config=read_bert_config(config_file),
+            bert_config_file=config_file,
+            vocab_file=vocab_file,
+            output_dir=FLAGS.output_dir,
+            train_file=FLAGS.train_file,
+            predict_file=FLAGS.predict_file,
+            init_checkpoint=FLAGS.init_checkpoint,
+            do_lower_case=FLAGS.do_lower_case,
+            max_seq_length=FLAGS.max_seq_length,
+            doc_stride=FLAGS.doc_stride,
+            max_query_length=FLAGS.max_query_length,
+            do_train=FLAGS.do_train,
+            do_predict=FLAGS.do_predict,
+            train_batch_size=FLAGS.train_batch_size,
+            predict_batch_size=FLAGS.predict_batch_size,
+            learning_rate=FLAGS.learning_rate,
+            num_train_epochs=FLAGS.num_train_epochs,
+            warmup_proportion=FLAGS.warmup_proportion,
+            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+            steps_per_loop=FLAGS.steps_per_loop or FLAGS.iterations_per_loop,
+            n_best_size=FLAGS.n_best_size,
+            max_answer_length=FLAGS.max_answer_length,
+            verbose_logging=FLAGS.verbose_logging,
+            version_2_with_negative=FLAGS.version_2_with_negative,
+            null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+            distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
+            tpu=FLAGS.tpu or FLAGS.tpu_name,
+            dtype=FLAGS.dtype,
+            optimizer_type=FLAGS.optimizer_type,
+            weight_decay_rate=FLAGS.weight_decay_rate,
+            keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+            log_steps=FLAGS.log_steps,
+            seed=FLAGS.seed,
+            trim_padding=FLAGS.trim_padding,
+            tune_null_threshold=FLAGS.tune_null_threshold,
+        )
+    )
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,194 @@
+"""run_squad end to end with a tiny model on a handful of real SQuAD questions, --eval_only,
+and the original script's checks."""
+
+import json
+
+import pytest
+
+from official_bert.config import BertConfig
+from official_bert.training.squad_finetuning import SquadOptions, run_squad
+from tests.conftest import SHARED
+
+SQUAD = SHARED / "data" / "squad"
+
+
+def _tiny_config():
+    return BertConfig(
+        vocab_size=30522,  # the MiniLM vocab
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+
+
+def _options(minilm_dir, output_dir, **overrides):
+    values = dict(
+        bert_config=_tiny_config(),
+        vocab_file=str(minilm_dir / "vocab.txt"),
+        output_dir=str(output_dir),
+        max_seq_length=64,
+        doc_stride=32,
+        max_query_length=16,
+        train_batch_size=8,
+        predict_batch_size=16,
+        learning_rate=3e-3,
+        num_train_epochs=15.0,
+        warmup_proportion=0.1,
+        steps_per_loop=4,
+        log_steps=4,
+        n_best_size=5,
+        seed=1,
+    )
+    values.update(overrides)
+    return SquadOptions(**values)
+
+
+@pytest.fixture(scope="module")
+def v2_file(tmp_path_factory):
+    source = SQUAD / "dev-v2.0-small.json"
+    if not source.exists():
+        pytest.skip(f"not present: {source}")
+    return source
+
+
+def test_a_tiny_model_trains_predicts_and_writes_every_output(minilm_dir, v2_file, tmp_path):
+    # dev-v2.0-small.json: 14 questions (answerable and not) over 2 long paragraphs; train and
+    # predict on it; at max_seq_length 128 most questions take 2 to 4 windows (30 in all).
+    # 14 examples * 40 epochs / 8 = 70 steps.
+    output_dir = tmp_path / "out"
+    options = _options(
+        minilm_dir,
+        output_dir,
+        train_file=str(v2_file),
+        predict_file=str(v2_file),
+        do_train=True,
+        do_predict=True,
+        version_2_with_negative=True,
+        tune_null_threshold=True,
+        max_seq_length=128,
+        doc_stride=64,
+        num_train_epochs=40.0,
+        steps_per_loop=10,
+        log_steps=10,
+    )
+    results = run_squad(options)
+    history = results["history"]
+    assert history[-1][0] == 70
+    assert history[-1][1] < 0.2 * history[0][1], history
+    for name in (
+        "train.tf_record",
+        "train.tf_record.summary.json",
+        "eval.tf_record",
+        "predictions.json",
+        "nbest_predictions.json",
+        "null_odds.json",
+        "eval_results.json",
+        "ckpt-70.index",
+    ):
+        assert (output_dir / name).exists(), name
+    data = json.loads(v2_file.read_text())["data"]
+    qids = [qa["id"] for article in data for p in article["paragraphs"] for qa in p["qas"]]
+    predictions = json.loads((output_dir / "predictions.json").read_text())
+    null_odds = json.loads((output_dir / "null_odds.json").read_text())
+    nbest = json.loads((output_dir / "nbest_predictions.json").read_text())
+    assert sorted(predictions) == sorted(qids) == sorted(null_odds) == sorted(nbest)
+    for entries in nbest.values():
+        assert 1 <= len(entries) <= 6  # n_best_size plus the null answer
+        assert sum(entry["probability"] for entry in entries) == pytest.approx(1.0)
+    scores = json.loads((output_dir / "eval_results.json").read_text())
+    for key in ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"):
+        assert key in scores, key
+    assert scores["null_score_diff_threshold"] == 0.0
+    tuned = scores["tuned"]
+    # The predictions were re-written with the tuned threshold, which is at least as good.
+    assert tuned["f1"] >= scores["f1"]
+    assert all(
+        (text == "") == (null_odds[qid] > tuned["null_score_diff_threshold"])
+        for qid, text in predictions.items()
+    )
+    # A model trained on these very questions finds most answers (measured: F1 87.5, HasAns F1
+    # 78.1); an untrained one finds none, and "no answer" everywhere gives F1 42.9.
+    assert tuned["f1"] > 65.0 and tuned["HasAns_f1"] > 40.0, scores
+
+    # --eval_only scores the written files again: the same numbers.
+    again = run_squad(
+        SquadOptions(
+            bert_config=None,
+            vocab_file=None,
+            output_dir=str(output_dir),
+            predict_file=str(v2_file),
+            version_2_with_negative=True,
+            null_score_diff_threshold=tuned["null_score_diff_threshold"],
+            eval_only=True,
+        )
+    )["eval"]
+    assert again["f1"] == pytest.approx(tuned["f1"])
+    assert again["best_f1"] == pytest.approx(scores["best_f1"])
+
+    # A rerun on the same output_dir reuses the records and resumes at the last step.
+    summary_before = (output_dir / "train.tf_record.summary.json").read_text()
+    rerun = run_squad(options)
+    assert rerun["history"] == []
+    assert (output_dir / "train.tf_record.summary.json").read_text() == summary_before
+
+
+def test_v1_predicts_without_training_and_scores(minilm_dir, tmp_path):
+    source = SQUAD / "dev-v1.1.json"
+    if not source.exists():
+        pytest.skip(f"not present: {source}")
+    data = json.loads(source.read_text())
+    paragraph = data["data"][0]["paragraphs"][0]
+    small = {"data": [{"title": "t", "paragraphs": [dict(paragraph, qas=paragraph["qas"][:5])]}]}
+    predict_file = tmp_path / "small.json"
+    predict_file.write_text(json.dumps(small))
+    results = run_squad(
+        _options(minilm_dir, tmp_path / "out", predict_file=str(predict_file), do_predict=True)
+    )
+    scores = json.loads((tmp_path / "out" / "eval_results.json").read_text())
+    assert set(scores) == {"exact_match", "f1", "total", "missing"}
+    assert scores["total"] == 5 and scores["missing"] == 0
+    assert sorted(results["predictions"].predictions) == sorted(
+        qa["id"] for qa in small["data"][0]["paragraphs"][0]["qas"]
+    )
+    assert not (tmp_path / "out" / "null_odds.json").exists()
+
+
+def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
+    with pytest.raises(ValueError, match="`predict_file` must be specified"):
+        run_squad(_options(minilm_dir, tmp_path, do_predict=True))
+    with pytest.raises(ValueError, match="`train_file` must be specified"):
+        run_squad(_options(minilm_dir, tmp_path, do_train=True))
+    with pytest.raises(ValueError, match="At least one of `do_train` or `do_predict`"):
+        run_squad(_options(minilm_dir, tmp_path))
+    with pytest.raises(FileNotFoundError, match="--predict_file=.*nowhere.json: no such file"):
+        run_squad(
+            _options(
+                minilm_dir, tmp_path, do_predict=True, predict_file=str(tmp_path / "nowhere.json")
+            )
+        )
+    existing = tmp_path / "squad.json"
+    existing.write_text('{"data": []}')
+    with pytest.raises(ValueError, match=r"max_seq_length \(67\) must be greater than"):
+        run_squad(
+            _options(
+                minilm_dir,
+                tmp_path,
+                do_predict=True,
+                predict_file=str(existing),
+                max_seq_length=67,
+                max_query_length=64,
+            )
+        )
+    with pytest.raises(ValueError, match="Cannot use sequence length 256"):
+        run_squad(
+            _options(
+                minilm_dir,
+                tmp_path,
+                do_predict=True,
+                predict_file=str(existing),
+                max_seq_length=256,
+            )
+        )
+    assert not list(tmp_path.glob("*.tf_record"))
