@@ -84,7 +84,9 @@ def build_encoder_module(
       available through `serving_signature(root)`.
     """
     root = tf.__internal__.tracking.AutoTrackable()
-    root.encoder = encoder
+    # The Keras model itself is not tracked: its Keras variables would be saved as objects of
+    # their own, loaded as copies beside the tf.Variables the functions use, and a checkpoint of
+    # the loaded module would then hold the untrained copies.
     _with_variable_lists(root, encoder)
     root.vocab_file = tf.saved_model.Asset(vocab_file)
     root.bert_config_file = tf.saved_model.Asset(bert_config_file)
@@ -102,7 +104,6 @@ def build_encoder_module(
         if pretrainer.encoder is not encoder:
             raise ValueError("the pretrainer's encoder must be the exported encoder")
         root.mlm = tf.__internal__.tracking.AutoTrackable()
-        root.mlm.model = pretrainer
         _with_variable_lists(root.mlm, pretrainer)
 
         @tf.function

@@ -23,6 +23,38 @@ def _keras_variable_name(tf_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", re.sub(r":\d+$", "", tf_name))
 
 
+def exported_encoder_settings(module, handle: str) -> dict:
+    """{"vocab_file": str, "do_lower_case": bool, "bert_config_file": str or None} of a loaded
+    exported encoder (the asset paths are inside `handle`).
+
+    Raises:
+      ValueError: `module` lacks what the TF Hub BERT encoder API promises.
+    """
+    missing = [
+        name
+        for name in ("variables", "trainable_variables", "vocab_file", "do_lower_case")
+        if not hasattr(module, name)
+    ]
+    if missing or not callable(module):
+        raise ValueError(
+            f"{handle} is not an exported BERT encoder (TF Hub BERT encoder API): "
+            f"missing {missing or ['__call__']}"
+        )
+    config_asset = getattr(module, "bert_config_file", None)
+    return {
+        "vocab_file": module.vocab_file.asset_path.numpy().decode("utf-8"),
+        "do_lower_case": bool(module.do_lower_case.numpy()),
+        "bert_config_file": config_asset.asset_path.numpy().decode("utf-8")
+        if config_asset is not None
+        else None,
+    }
+
+
+def read_exported_encoder_settings(handle: str) -> dict:
+    """`exported_encoder_settings` of the encoder exported at `handle`."""
+    return exported_encoder_settings(tf.saved_model.load(str(handle)), str(handle))
+
+
 @keras.saving.register_keras_serializable(package="official_bert")
 class ExportedBertEncoder(keras.layers.Layer):
     """An encoder SavedModel (TF Hub BERT encoder API, e.g. from export_tfhub.py) as a layer.
@@ -48,30 +80,24 @@ class ExportedBertEncoder(keras.layers.Layer):
         super().__init__(trainable=trainable, **kwargs)
         self.handle = str(handle)
         self._module = tf.saved_model.load(self.handle)
-        missing = [
-            name
-            for name in ("variables", "trainable_variables", "vocab_file", "do_lower_case")
-            if not hasattr(self._module, name)
-        ]
-        if missing or not callable(self._module):
-            raise ValueError(
-                f"{self.handle} is not an exported BERT encoder (TF Hub BERT encoder API): "
-                f"missing {missing or ['__call__']}"
-            )
-        self.vocab_file = self._module.vocab_file.asset_path.numpy().decode("utf-8")
-        self.do_lower_case = bool(self._module.do_lower_case.numpy())
+        settings = exported_encoder_settings(self._module, self.handle)
+        self.vocab_file = settings["vocab_file"]
+        self.do_lower_case = settings["do_lower_case"]
         config = {}
-        if hasattr(self._module, "bert_config_file"):
-            path = self._module.bert_config_file.asset_path.numpy().decode("utf-8")
-            with tf.io.gfile.GFile(path) as reader:
+        if settings["bert_config_file"]:
+            with tf.io.gfile.GFile(settings["bert_config_file"]) as reader:
                 config = json.load(reader)
-        # Modules without our config asset: the sizes are read off the serving signature.
-        serving_outputs = self._module.signatures["serving_default"].structured_outputs
-        self.hidden_size = config.get("hidden_size", serving_outputs["pooled_output"].shape[-1])
-        self.num_layers = config.get(
-            "num_hidden_layers",
-            sum(name.startswith("encoder_outputs_") for name in serving_outputs),
-        )
+        if not config:
+            # Modules without our config asset: the sizes are read off the serving signature.
+            serving_outputs = self._module.signatures["serving_default"].structured_outputs
+            config = {
+                "hidden_size": serving_outputs["pooled_output"].shape[-1],
+                "num_hidden_layers": sum(
+                    name.startswith("encoder_outputs_") for name in serving_outputs
+                ),
+            }
+        self.hidden_size = config["hidden_size"]
+        self.num_layers = config["num_hidden_layers"]
         self.initializer_range = config.get("initializer_range", 0.02)
 
         # === Variables: the module's own tf.Variables under Keras names ===

@@ -188,3 +188,20 @@ def test_nothing_leaks_the_export_moves_and_re_exports(tiny_checkpoint_dir, tmp_
     np.testing.assert_array_equal(again(inputs, training=False)["pooled_output"], expected)
     assert len(again.trainable_variables) == len(loaded.trainable_variables)
     assert tf.io.read_file(again.vocab_file.asset_path).numpy().startswith(b"[PAD]\n")
+
+
+def test_a_checkpoint_of_the_loaded_module_keeps_fine_tuned_weights(tiny_exports, tmp_path):
+    # What a fine-tuning run saves and resumes: the variables the module computes with.
+    tuned = _load(tiny_exports["model"])
+    for variable in tuned.trainable_variables:
+        variable.assign(variable * 0.5 + 0.01)
+    inputs = random_inputs(batch=2, seq=16)
+    expected = tuned(inputs, training=False)["pooled_output"].numpy()
+    path = tf.train.Checkpoint(module=tuned).write(str(tmp_path / "ckpt"))
+    # No second, stale copy of the weights rides along (the variable lists plus do_lower_case).
+    values = [name for name, _ in tf.train.list_variables(path) if "VARIABLE_VALUE" in name]
+    assert len(values) == len(tuned.variables) + 1
+    fresh = _load(tiny_exports["model"])
+    assert np.abs(fresh(inputs, training=False)["pooled_output"] - expected).max() > 1e-3
+    tf.train.Checkpoint(module=fresh).read(path).assert_consumed()
+    np.testing.assert_array_equal(fresh(inputs, training=False)["pooled_output"], expected)
