@@ -174,3 +174,14 @@ def test_minilm_preprocessor_and_encoder_reproduce_the_reference(minilm_dir, tmp
     assert sequence_difference < 1e-4
     assert pooled_difference < 1e-4
     assert len(outputs["encoder_outputs"]) == 6
+
+
+def test_tokenize_with_offsets_is_refused_until_it_exists(tiny_checkpoint_dir, tmp_path):
+    with pytest.raises(NotImplementedError, match="tokenize_with_offsets is not supported yet"):
+        export_tfhub(
+            "preprocessing",
+            str(tmp_path / "preprocessor"),
+            str(tiny_checkpoint_dir / "vocab.txt"),
+            tokenize_with_offsets=True,
+        )
+    assert not (tmp_path / "preprocessor").exists()
