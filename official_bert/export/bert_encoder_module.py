@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 
+import keras
 import tensorflow as tf
 
 from official_bert.config import BertConfig
@@ -44,7 +45,10 @@ def encoder_input_spec(extra_names: tuple[str, ...] = ()) -> dict[str, tf.Tensor
 
 def _tf_variables(variables) -> list[tf.Variable]:
     """The tf.Variables under Keras 3 variables (those are what the traced functions capture)."""
-    return [getattr(variable, "value", variable) for variable in variables]
+    return [
+        variable.value if isinstance(variable, keras.Variable) else variable
+        for variable in variables
+    ]
 
 
 def _with_variable_lists(root, model) -> None:
