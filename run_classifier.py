@@ -63,6 +63,12 @@ flags.DEFINE_bool(
     "trim_padding", True, "Cut each batch to its longest example (same results, faster; not TPU)."
 )
 flags.DEFINE_string(
+    "hub_module_handle",
+    None,
+    "An encoder exported by export_tfhub.py to fine-tune (its bert_config.json, vocab and casing "
+    "are the defaults of those flags).",
+)
+flags.DEFINE_string(
     "export_dir", None, "Raw-text serving SavedModel (default output_dir/serving_model; '' skips)."
 )
 # === The generic task (--task_name=generic) and XNLI ===
@@ -94,9 +100,18 @@ def _processor_kwargs() -> dict:
 
 def main(_):
     config_file = FLAGS.bert_config_file or find_bert_config(FLAGS.init_checkpoint)
+    vocab_file = FLAGS.vocab_file
+    do_lower_case = FLAGS.do_lower_case
+    if FLAGS.hub_module_handle:
+        from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
+
+        module = read_exported_encoder_settings(FLAGS.hub_module_handle)
+        config_file = FLAGS.bert_config_file or module["bert_config_file"]
+        vocab_file = vocab_file or module["vocab_file"]
+        if not FLAGS["do_lower_case"].present:
+            do_lower_case = module["do_lower_case"]
     if not config_file:
         raise app.UsageError("--bert_config_file is required (none found beside init_checkpoint)")
-    vocab_file = FLAGS.vocab_file
     if not vocab_file:
         import os
 
@@ -110,7 +125,7 @@ def main(_):
             vocab_file=vocab_file,
             output_dir=FLAGS.output_dir,
             init_checkpoint=FLAGS.init_checkpoint,
-            do_lower_case=FLAGS.do_lower_case,
+            do_lower_case=do_lower_case,
             max_seq_length=FLAGS.max_seq_length,
             do_train=FLAGS.do_train,
             do_eval=FLAGS.do_eval,
@@ -135,6 +150,7 @@ def main(_):
             max_train_examples=FLAGS.max_train_examples,
             trim_padding=FLAGS.trim_padding,
             export_dir=FLAGS.export_dir,
+            hub_module_handle=FLAGS.hub_module_handle,
         )
     )
 

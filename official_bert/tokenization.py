@@ -617,13 +617,25 @@ class FastWordpieceBertTokenizer(tf.Module):
         Returns:
           [batch, (pieces)] int32 RaggedTensor of wordpiece ids.
         """
+        return self.tokenize_words(strings).merge_dims(1, 2)
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_words(self, strings) -> tf.RaggedTensor:
+        """As `tokenize`, with the pieces grouped by word (the TF Hub preprocessor's `tokenize`).
+
+        Args:
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+
+        Returns:
+          [batch, (words), (pieces)] int32 RaggedTensor of wordpiece ids.
+        """
         words = self.split_words(strings)
         flat_words = words.flat_values
         # The original's limit counts characters; FastWordpieceTokenizer's counts bytes.
         too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_input_chars_per_word
         flat_words = tf.where(too_long, self._UNK_TOKEN, flat_words)
         pieces = self._wordpiece.tokenize(flat_words)  # [num_words, (pieces)]
-        return words.with_values(pieces).merge_dims(1, 2)
+        return words.with_values(pieces)
 
     @tf.autograph.experimental.do_not_convert
     def _lower(self, text: tf.Tensor) -> tf.Tensor:

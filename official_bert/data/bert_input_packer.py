@@ -48,24 +48,34 @@ class BertInputPacker(tf.Module):
         self._sep_id = tokenizer.sep_id
 
     @tf.autograph.experimental.do_not_convert
-    def pack_ids(self, segments: list[tf.RaggedTensor]) -> dict[str, tf.Tensor]:
+    def pack_ids(
+        self, segments: list[tf.RaggedTensor], seq_length: int | tf.Tensor | None = None
+    ) -> dict[str, tf.Tensor]:
         """Packs 1 or 2 segments of wordpiece ids.
 
         Args:
-          segments: [batch, (pieces)] int32 RaggedTensors, one per text.
+          segments: [batch, (pieces)] int32 RaggedTensors, one per text ([batch, (words),
+            (pieces)] is accepted too and flattened to pieces).
+          seq_length: the padded length, an int or an int32 scalar tensor (default:
+            `max_seq_length`).
 
         Returns:
-          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, max_seq_length].
+          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, seq_length].
         """
         if len(segments) not in (1, 2):
             raise ValueError(f"expected 1 or 2 segments, got {len(segments)}")
-        budget = self.max_seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+        if seq_length is None:
+            seq_length = self.max_seq_length
+        segments = [
+            segment.merge_dims(1, -1) if segment.shape.rank > 2 else segment for segment in segments
+        ]
+        budget = seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
         trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
         ids, type_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self._cls_id, end_of_segment_id=self._sep_id
         )
-        input_word_ids, input_mask = tf_text.pad_model_inputs(ids, self.max_seq_length)
-        input_type_ids, _ = tf_text.pad_model_inputs(type_ids, self.max_seq_length)
+        input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
+        input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
         return {
             "input_word_ids": tf.cast(input_word_ids, tf.int32),
             "input_mask": tf.cast(input_mask, tf.int32),

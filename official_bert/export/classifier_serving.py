@@ -7,12 +7,10 @@ needs only `tensorflow` and `tensorflow_text` (for its ops), not this package or
 
 from __future__ import annotations
 
-import os
-
 import tensorflow as tf
 
-from official_bert.config import write_text_atomically
 from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.export.saved_model_writing import save_atomically
 
 
 class ClassifierServingModule(tf.Module):
@@ -86,15 +84,14 @@ def export_classifier_serving_model(
     """
     module = ClassifierServingModule(model, packer, labels, takes_pairs)
     serve = module.signature()
-    temporary = f"{export_dir.rstrip('/')}.tmp-{os.getpid()}"
-    if tf.io.gfile.exists(temporary):
-        tf.io.gfile.rmtree(temporary)
-    tf.saved_model.save(module, temporary, signatures={"serving_default": serve})
+    extra_files = {}
     if labels is not None:
-        write_text_atomically(
-            os.path.join(temporary, "assets.extra", "labels.txt"), "\n".join(labels) + "\n"
-        )
-    if tf.io.gfile.exists(export_dir):
-        tf.io.gfile.rmtree(export_dir)
-    tf.io.gfile.rename(temporary, export_dir)
+        extra_files["assets.extra/labels.txt"] = "\n".join(labels) + "\n"
+    save_atomically(
+        module,
+        export_dir,
+        signatures={"serving_default": serve},
+        extra_files=extra_files,
+        overwrite=True,
+    )
     return export_dir

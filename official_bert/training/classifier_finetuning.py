@@ -19,6 +19,7 @@ from official_bert.data.classifier_examples import get_processor
 from official_bert.data.classifier_features import prepare_classifier_records
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
+from official_bert.export.exported_bert_encoder import ExportedBertEncoder
 from official_bert.models import BertClassifier, BertEncoder
 from official_bert.tokenization import validate_case_matches_checkpoint
 from official_bert.training.classifier_objective import (
@@ -72,6 +73,9 @@ class ClassifierOptions:
     # Where the raw-text serving SavedModel goes after training; "" to skip it.
     export_dir: str | None = None
     bert_config_file: str | None = None  # only for error messages
+    # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
+    # bert_config + init_checkpoint; its weights are the starting point.
+    hub_module_handle: str | None = None
 
 
 def validate_classifier_options(options: ClassifierOptions) -> None:
@@ -85,6 +89,11 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
             "(max_position_embeddings)"
         )
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    if options.hub_module_handle and options.init_checkpoint:
+        raise ValueError(
+            "Give either `hub_module_handle` (its weights are the starting point) or "
+            "`init_checkpoint`, not both."
+        )
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
 
 
@@ -149,7 +158,10 @@ def run_classifier(options: ClassifierOptions) -> dict:
         num_warmup_steps = int(num_train_steps * options.warmup_proportion)
 
     def model_fn():
-        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+        if options.hub_module_handle:
+            encoder = ExportedBertEncoder(options.hub_module_handle)  # float32, as exported
+        else:
+            encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
         model = BertClassifier(encoder, num_classes=num_classes)
         model.build()
         return model
@@ -179,7 +191,9 @@ def run_classifier(options: ClassifierOptions) -> dict:
     )
 
     def initialize(model):
-        if options.init_checkpoint:
+        if options.hub_module_handle:
+            logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
+        elif options.init_checkpoint:
             # The classifier head is new unless the checkpoint was fine-tuned already.
             checkpoint_format = load_bert_weights(model, options.init_checkpoint)
             logging.info("Initialized from %s (%s)", options.init_checkpoint, checkpoint_format)

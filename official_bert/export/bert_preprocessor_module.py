@@ -1,0 +1,104 @@
+"""The text preprocessor of a BERT encoder as a TF Hub SavedModel.
+
+It follows the TF Hub common API for BERT preprocessors (the Model Garden's
+`bert_en_uncased_preprocess`), built on this project's `FastWordpieceBertTokenizer` (the ids of
+the original `FullTokenizer`) and `BertInputPacker` (the original truncation and packing):
+
+  import tensorflow_text  # registers the ops the SavedModel uses (tensorflow/hub#705)
+  preprocessor = tf.saved_model.load(path)
+  preprocessor(strings)               # tf.string [batch] -> {"input_word_ids", "input_mask",
+                                      #   "input_type_ids"}: int32 [batch, default_seq_length]
+  preprocessor.tokenize(strings)      # -> int32 RaggedTensor [batch, (words), (pieces)]
+  preprocessor.bert_pack_inputs([tokens_a, tokens_b], seq_length=64)
+                                      # 1 or 2 segments, round-robin truncation as the original
+  preprocessor.get_special_tokens_dict()  # vocab_size, start_of_sequence_id, end_of_segment_id,
+                                          # padding_id, mask_id: int32 scalars
+  preprocessor.vocab_file             # asset: vocab.txt;  preprocessor.do_lower_case: bool
+
+Loading needs `import tensorflow_text` first (Op type not registered 'CaseFoldUTF8' otherwise);
+`load_preprocessor` does it.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.export.saved_model_writing import save_atomically
+from official_bert.tokenization import FastWordpieceBertTokenizer
+
+
+def build_preprocessor_module(
+    vocab_file: str, do_lower_case: bool, default_seq_length: int = 128
+) -> tf.Module:
+    """The exportable preprocessor object; see the module docstring for what it offers."""
+    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    packer = BertInputPacker(tokenizer, default_seq_length)
+    root = tf.__internal__.tracking.AutoTrackable()
+    root.packer = packer
+    root.vocab_file = tf.saved_model.Asset(vocab_file)
+    root.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    special_tokens = {
+        "vocab_size": tokenizer.vocab_size,
+        "start_of_sequence_id": tokenizer.cls_id,
+        "end_of_segment_id": tokenizer.sep_id,
+        "padding_id": tokenizer.pad_id,
+        "mask_id": tokenizer.mask_id,
+    }
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def preprocess(strings):
+        return packer(strings)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(strings):
+        return tokenizer.tokenize_words(strings)
+
+    @tf.function
+    def bert_pack_inputs(inputs, seq_length=default_seq_length):
+        return packer.pack_ids(list(inputs), seq_length)
+
+    word_pieces = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
+    pieces = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
+    for num_segments in (1, 2):
+        for spec in (word_pieces, pieces):
+            bert_pack_inputs.get_concrete_function(
+                [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32)
+            )
+
+    @tf.function(input_signature=[])
+    def get_special_tokens_dict():
+        return {name: tf.constant(value, tf.int32) for name, value in special_tokens.items()}
+
+    root.__call__ = preprocess
+    root.tokenize = tokenize
+    root.bert_pack_inputs = bert_pack_inputs
+    root.get_special_tokens_dict = get_special_tokens_dict
+    return root
+
+
+def export_bert_preprocessor(
+    export_path: str,
+    vocab_file: str,
+    do_lower_case: bool,
+    default_seq_length: int = 128,
+    overwrite: bool = False,
+) -> str:
+    """Saves the preprocessor at `export_path` (temporary name, then rename); returns the path.
+
+    `serving_default` maps `text` tf.string [batch] to the three int32 tensors.
+    """
+    root = build_preprocessor_module(vocab_file, do_lower_case, default_seq_length)
+    return save_atomically(
+        root,
+        export_path,
+        signatures={"serving_default": root.__call__.get_concrete_function()},
+        overwrite=overwrite,
+    )
+
+
+def load_preprocessor(path: str):
+    """`tf.saved_model.load` after registering tensorflow_text's ops."""
+    import tensorflow_text  # noqa: F401  (registers CaseFoldUTF8 and friends)
+
+    return tf.saved_model.load(path)

@@ -1,0 +1,127 @@
+"""export_tfhub.py's work: weights and vocab in, a TF Hub SavedModel out."""
+
+from __future__ import annotations
+
+import os
+
+from absl import logging
+
+from official_bert.checkpoints import loading
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
+from official_bert.config import check_vocab_matches_config
+from official_bert.export.bert_encoder_module import export_bert_encoder
+from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
+from official_bert.models import BertEncoder, BertPretrainer
+from official_bert.tokenization import load_vocab
+
+EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing")
+
+
+def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = None) -> bool:
+    """Whether the model is uncased, from its paths' names or else from its vocabulary.
+
+    "uncased" in the vocab or checkpoint path means True and "cased" False (Google's release
+    names); otherwise a vocabulary with an upper-case letter outside its [SPECIAL] tokens is
+    cased (an uncased model never sees one).
+    """
+    for path in (vocab_file, model_checkpoint_path or ""):
+        name = path.lower()
+        if "uncased" in name:
+            return True
+        if "cased" in name:
+            return False
+    return not any(
+        token != token.lower()
+        for token in load_vocab(vocab_file)
+        if not (token.startswith("[") and token.endswith("]"))
+    )
+
+
+def export_tfhub(
+    export_type: str,
+    export_path: str,
+    vocab_file: str,
+    bert_config_file: str | None = None,
+    model_checkpoint_path: str | None = None,
+    do_lower_case: bool | None = None,
+    default_seq_length: int = 128,
+    tokenize_with_offsets: bool = False,
+    checkpoint_format: str | None = None,
+    overwrite: bool = False,
+) -> str:
+    """Exports an encoder ("model"), an encoder with its masked-LM head ("model_with_mlm") or
+    the text preprocessor ("preprocessing") to `export_path`; returns export_path.
+
+    Raises:
+      FileExistsError: export_path exists and not `overwrite` (checked before any work).
+      BertConfigError: the vocab's size differs from the config's vocab_size.
+      CheckpointMismatchError: the checkpoint's variables do not fit the config (each named),
+        or model_with_mlm from a checkpoint without a masked-LM head.
+      ValueError: a bad export_type, or no model_checkpoint_path for a model export.
+    """
+    if export_type not in EXPORT_TYPES:
+        raise ValueError(f"export_type must be one of {EXPORT_TYPES}, got {export_type!r}")
+    if os.path.exists(export_path) and not overwrite:
+        raise FileExistsError(
+            f"export path {export_path} already exists; choose another one or pass --overwrite"
+        )
+    if tokenize_with_offsets:
+        raise NotImplementedError(
+            "tokenize_with_offsets is not supported yet: the tokenizer normalizes the text "
+            "(lower-casing, NFD, accent stripping) before splitting, so offsets into the "
+            "original string need a mapping that is not written"
+        )
+    if do_lower_case is None:
+        do_lower_case = guess_do_lower_case(vocab_file, model_checkpoint_path)
+        logging.info("do_lower_case not given; guessed %s from %s", do_lower_case, vocab_file)
+
+    if export_type == "preprocessing":
+        return export_bert_preprocessor(
+            export_path, vocab_file, do_lower_case, default_seq_length, overwrite=overwrite
+        )
+
+    if not model_checkpoint_path:
+        raise ValueError(f"export_type={export_type} needs model_checkpoint_path")
+    bert_config_file = bert_config_file or loading.find_bert_config(model_checkpoint_path)
+    if not bert_config_file:
+        raise FileNotFoundError(
+            f"no bert_config.json or config.json beside {model_checkpoint_path}; "
+            "pass --bert_config_file"
+        )
+    config = loading.read_bert_config(bert_config_file)
+    check_vocab_matches_config(config, vocab_file, bert_config_file)
+    checkpoint_format = checkpoint_format or loading.detect_checkpoint_format(model_checkpoint_path)
+    encoder = BertEncoder.from_bert_config(config)
+    pretrainer = None
+    if export_type == "model":
+        encoder.build()
+        loading.load_bert_weights(encoder, model_checkpoint_path, checkpoint_format)
+    else:
+        # A next-sentence head in the checkpoint is skipped; the masked-LM head must be there.
+        pretrainer = BertPretrainer(encoder, use_next_sentence_label=False)
+        pretrainer.build()
+        try:
+            loading.load_bert_weights(
+                pretrainer, model_checkpoint_path, checkpoint_format, require_heads=True
+            )
+        except CheckpointMismatchError as error:
+            raise CheckpointMismatchError(
+                f"{error}\n--export_type=model_with_mlm needs the masked-LM head "
+                "(cls/predictions/...); --export_type=model exports the encoder alone"
+            ) from error
+    logging.info(
+        "Exporting %s (%s, %s) to %s",
+        model_checkpoint_path,
+        checkpoint_format,
+        export_type,
+        export_path,
+    )
+    return export_bert_encoder(
+        encoder,
+        export_path,
+        vocab_file,
+        do_lower_case,
+        config,
+        pretrainer=pretrainer,
+        overwrite=overwrite,
+    )

@@ -1,0 +1,207 @@
+"""The exported encoder (TF Hub BERT encoder API): outputs, weights, dropout, shapes, serving,
+and that nothing of the machine it was made on leaks into it."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import tensorflow as tf
+
+from tests.conftest import random_inputs
+
+
+def _load(path):
+    return tf.saved_model.load(str(path))
+
+
+def test_outputs_equal_the_source_model_and_weights_equal_the_checkpoint(
+    tiny_exports, tiny_source_pretrainer, tiny_checkpoint_dir
+):
+    exported = _load(tiny_exports["model"])
+    inputs = random_inputs(batch=3, seq=16)
+    outputs = exported(inputs, training=False)
+    reference = tiny_source_pretrainer.encoder(inputs, training=False)
+    for name in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(outputs[name], reference[name], atol=1e-6, rtol=0)
+    np.testing.assert_array_equal(outputs["default"], outputs["pooled_output"])
+    assert len(outputs["encoder_outputs"]) == 2  # num_hidden_layers
+    for got, expected in zip(outputs["encoder_outputs"], reference["encoder_outputs"], strict=True):
+        np.testing.assert_allclose(got, expected, atol=1e-6, rtol=0)
+
+    # The non-trainable variables are the dropout layers' seed states, not weights.
+    source_variables = tiny_source_pretrainer.encoder.trainable_variables
+    assert len(exported.trainable_variables) == len(source_variables)
+    for got, expected in zip(exported.trainable_variables, source_variables, strict=True):
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    checkpoint = tf.train.load_checkpoint(str(tiny_checkpoint_dir / "bert_model.ckpt"))
+    word_embeddings = [v for v in exported.variables if "word_embeddings" in v.name]
+    assert len(word_embeddings) == 1
+    np.testing.assert_array_equal(
+        word_embeddings[0].numpy(), checkpoint.get_tensor("bert/embeddings/word_embeddings")
+    )
+    assert exported.regularization_losses == []
+    assert 0 < len(exported.trainable_variables) <= len(exported.variables)
+    assert bool(exported.do_lower_case.numpy()) is True  # guessed: the vocab has no capitals
+    vocab = tf.io.read_file(exported.vocab_file.asset_path).numpy()
+    assert vocab == (tiny_checkpoint_dir / "vocab.txt").read_bytes()
+
+
+def test_training_switches_dropout(tiny_exports):
+    exported = _load(tiny_exports["model"])
+    inputs = random_inputs(batch=2, seq=16)
+    first = exported(inputs, training=False)["sequence_output"].numpy()
+    second = exported(inputs, training=False)["sequence_output"].numpy()
+    np.testing.assert_array_equal(first, second)
+    dropped_1 = exported(inputs, training=True)["sequence_output"].numpy()
+    dropped_2 = exported(inputs, training=True)["sequence_output"].numpy()
+    assert np.abs(dropped_1 - first).max() > 1e-3
+    assert np.abs(dropped_1 - dropped_2).max() > 1e-3
+
+
+def test_static_shapes_propagate_on_symbolic_inputs(tiny_exports):
+    exported = _load(tiny_exports["model"])
+    shapes = {}
+
+    @tf.function(
+        input_signature=[
+            {
+                name: tf.TensorSpec([5, 12], tf.int32)
+                for name in ("input_word_ids", "input_mask", "input_type_ids")
+            }
+        ]
+    )
+    def call(inputs):
+        outputs = exported(inputs, training=False)
+        shapes["sequence"] = outputs["sequence_output"].shape.as_list()
+        shapes["pooled"] = outputs["pooled_output"].shape.as_list()
+        shapes["layers"] = [output.shape.as_list() for output in outputs["encoder_outputs"]]
+        return outputs["pooled_output"]
+
+    call.get_concrete_function()
+    assert shapes == {"sequence": [5, 12, 32], "pooled": [5, 32], "layers": [[5, 12, 32]] * 2}
+
+
+def test_mlm_logits_equal_the_source_pretrainer(tiny_exports, tiny_source_pretrainer):
+    exported = _load(tiny_exports["model_with_mlm"])
+    inputs = random_inputs(batch=3, seq=16)
+    inputs["masked_lm_positions"] = np.array([[1, 2, 3], [0, 5, 7], [4, 4, 9]], np.int32)
+    outputs = exported.mlm(inputs, training=False)
+    reference = tiny_source_pretrainer(inputs, training=False)
+    assert outputs["mlm_logits"].shape == (3, 3, 100)
+    np.testing.assert_allclose(outputs["mlm_logits"], reference["mlm_logits"], atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        outputs["pooled_output"], reference["pooled_output"], atol=1e-6, rtol=0
+    )
+    # The MLM head's variables come with it; the root is the encoder alone, as in "model".
+    assert len(exported.mlm.variables) > len(exported.variables)
+    assert len(exported.variables) == len(_load(tiny_exports["model"]).variables)
+
+
+def test_saved_model_cli_shows_and_runs_serving_default(tiny_exports, tmp_path):
+    path = str(tiny_exports["model"])
+    shown = subprocess.run(
+        [
+            "saved_model_cli",
+            "show",
+            "--dir",
+            path,
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    for name in (
+        "input_word_ids",
+        "input_mask",
+        "input_type_ids",
+        "pooled_output",
+        "sequence_output",
+        "encoder_outputs_0",
+        "encoder_outputs_1",
+    ):
+        assert f"['{name}']" in shown
+    inputs = {
+        "input_word_ids": np.array([[2, 5, 6, 3]], np.int32),
+        "input_mask": np.ones((1, 4), np.int32),
+        "input_type_ids": np.zeros((1, 4), np.int32),
+    }
+    for name, value in inputs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+    ran = subprocess.run(
+        [
+            "saved_model_cli",
+            "run",
+            "--dir",
+            path,
+            "--tag_set",
+            "serve",
+            "--signature_def",
+            "serving_default",
+            "--outdir",
+            str(tmp_path / "cli"),
+            "--inputs",
+            ";".join(f"{name}={tmp_path / name}.npy" for name in inputs),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    pooled = np.load(tmp_path / "cli" / "pooled_output.npy")
+    expected = _load(path)(inputs, training=False)["pooled_output"]
+    np.testing.assert_allclose(pooled, expected, atol=1e-6, rtol=0)
+
+
+def test_nothing_leaks_the_export_moves_and_re_exports(tiny_checkpoint_dir, tmp_path):
+    from official_bert.export import export_tfhub
+
+    # A vocab of its own in a directory that is deleted after the export.
+    source = tmp_path / "source_files_7f3a"
+    source.mkdir()
+    shutil.copy(tiny_checkpoint_dir / "vocab.txt", source / "vocab.txt")
+    export_path = export_tfhub(
+        "model",
+        str(tmp_path / "exported"),
+        str(source / "vocab.txt"),
+        model_checkpoint_path=str(tiny_checkpoint_dir / "bert_model.ckpt"),
+    )
+    saved_model_pb = (tmp_path / "exported" / "saved_model.pb").read_bytes()
+    assert str(source).encode() not in saved_model_pb
+    assert str(tiny_checkpoint_dir).encode() not in saved_model_pb
+    assert b"source_files_7f3a" not in saved_model_pb
+    inputs = random_inputs(batch=2, seq=8)
+    expected = _load(export_path)(inputs, training=False)["pooled_output"].numpy()
+
+    shutil.rmtree(source)
+    moved = tmp_path / "moved" / "encoder"
+    moved.parent.mkdir()
+    shutil.move(export_path, moved)
+    loaded = _load(moved)
+    np.testing.assert_array_equal(loaded(inputs, training=False)["pooled_output"], expected)
+    assert tf.io.read_file(loaded.vocab_file.asset_path).numpy().startswith(b"[PAD]\n")
+
+    tf.saved_model.save(loaded, str(tmp_path / "again"))
+    again = _load(tmp_path / "again")
+    np.testing.assert_array_equal(again(inputs, training=False)["pooled_output"], expected)
+    assert len(again.trainable_variables) == len(loaded.trainable_variables)
+    assert tf.io.read_file(again.vocab_file.asset_path).numpy().startswith(b"[PAD]\n")
+
+
+def test_a_checkpoint_of_the_loaded_module_keeps_fine_tuned_weights(tiny_exports, tmp_path):
+    # What a fine-tuning run saves and resumes: the variables the module computes with.
+    tuned = _load(tiny_exports["model"])
+    for variable in tuned.trainable_variables:
+        variable.assign(variable * 0.5 + 0.01)
+    inputs = random_inputs(batch=2, seq=16)
+    expected = tuned(inputs, training=False)["pooled_output"].numpy()
+    path = tf.train.Checkpoint(module=tuned).write(str(tmp_path / "ckpt"))
+    # No second, stale copy of the weights rides along (the variable lists plus do_lower_case).
+    values = [name for name, _ in tf.train.list_variables(path) if "VARIABLE_VALUE" in name]
+    assert len(values) == len(tuned.variables) + 1
+    fresh = _load(tiny_exports["model"])
+    assert np.abs(fresh(inputs, training=False)["pooled_output"] - expected).max() > 1e-3
+    tf.train.Checkpoint(module=fresh).read(path).assert_consumed()
+    np.testing.assert_array_equal(fresh(inputs, training=False)["pooled_output"], expected)

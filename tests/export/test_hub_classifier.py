@@ -1,0 +1,96 @@
+"""run_classifier.py --hub_module_handle: fine-tuning an exported encoder end to end."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from tests.conftest import REPO_ROOT
+
+POSITIVE = ["good", "great", "fun", "loved", "brilliant", "best"]
+NEGATIVE = ["bad", "awful", "dull", "hated", "boring", "worst"]
+FILLER = ["the", "movie", "film", "plot", "story", "actor", "was", "very", "really", "it"]
+
+
+def _write_task(directory, seed=0):
+    """A sentiment task in the generic TSV layout (header, text, label), words of the tiny vocab."""
+    rng = np.random.default_rng(seed)
+    for split, count in (("train", 64), ("dev", 32)):
+        lines = ["sentence\tlabel"]
+        for index in range(count):
+            label = index % 2
+            words = list(rng.choice(FILLER, size=4)) + [rng.choice((NEGATIVE, POSITIVE)[label])]
+            rng.shuffle(words)
+            lines.append(f"{' '.join(words)}\t{'pos' if label else 'neg'}")
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    _write_task(data_dir)
+    output_dir = tmp_path / "output"
+    handle = tiny_exports["model"]
+    # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
+    ran = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "run_classifier.py"),
+            "--task_name=generic",
+            f"--data_dir={data_dir}",
+            f"--output_dir={output_dir}",
+            f"--hub_module_handle={handle}",
+            "--labels=neg,pos",
+            "--do_train=true",
+            "--do_eval=true",
+            "--max_seq_length=16",
+            "--train_batch_size=8",
+            "--eval_batch_size=32",
+            "--learning_rate=2e-3",
+            "--num_train_epochs=4",
+            "--steps_per_loop=8",
+            "--seed=1",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0, ran.stderr[-4000:]
+    results = dict(
+        line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines()
+    )
+    assert int(results["global_step"]) == 32
+    assert float(results["eval_accuracy"]) >= 0.9, results
+
+    # The encoder's weights were fine-tuned, not only the head's: the word embeddings (the one
+    # [vocab_size, hidden_size] variable) and every other encoder weight moved.
+    checkpoint = tf.train.load_checkpoint(str(output_dir))
+    exported = tf.saved_model.load(handle)
+    saved = {
+        name: checkpoint.get_tensor(name)
+        for name, _ in tf.train.list_variables(str(output_dir))
+        if name.startswith("model/encoder/")
+        and name.endswith("VARIABLE_VALUE")
+        and "OPTIMIZER_SLOT" not in name
+    }
+    assert len(saved) == len(exported.variables) + 1  # and do_lower_case
+    word_embeddings = [value for value in saved.values() if value.shape == (100, 32)]
+    assert len(word_embeddings) == 1
+    (original,) = [v.numpy() for v in exported.variables if "word_embeddings" in v.name]
+    assert np.abs(word_embeddings[0] - original).max() > 1e-4
+    unchanged = [
+        variable.name
+        for variable in exported.trainable_variables
+        if any(np.array_equal(variable.numpy(), value) for value in saved.values())
+    ]
+    assert unchanged == []
+
+    # The raw-text serving export carries the module's vocab and casing.
+    serving = tf.saved_model.load(str(output_dir / "serving_model"))
+    predicted = serving.signatures["serving_default"](
+        text_a=tf.constant(["The movie was GREAT", "the plot was awful"])
+    )
+    assert predicted["labels"].numpy().tolist() == [b"pos", b"neg"]
+    assert json.loads((output_dir / "train.tf_record.json").read_text())  # cached features
