@@ -12,7 +12,7 @@ from absl import app, flags
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.data.classifier_examples import processor_names
 from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
-from official_bert.training.distribution import STRATEGIES
+from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 
 FLAGS = flags.FLAGS
 
@@ -36,27 +36,8 @@ flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
 flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call (= steps_per_loop).")
-flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address (same as --tpu).")
-flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility (TPUClusterResolver finds it).")
-flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
-flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 master).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy finds them).")
+define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
 # === TF2 flags ===
-flags.DEFINE_enum(
-    "distribution_strategy", "one_device", list(STRATEGIES), "tf.distribute strategy."
-)
-flags.DEFINE_string("tpu", None, "TPU name, grpc://host:port or local.")
-flags.DEFINE_integer(
-    "steps_per_loop", None, "Steps per tf.function call (default: iterations_per_loop)."
-)
-flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Precision.")
-flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "keras_adamw", "lamb"], "Optimizer.")
-flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
-flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
 flags.DEFINE_integer("seed", None, "Seed of the classifier's initialization, dropout, shuffling.")
 flags.DEFINE_integer("max_train_examples", 0, "Train on the first N examples only (0: all).")
 flags.DEFINE_bool(
@@ -125,6 +106,7 @@ def main(_):
             vocab_file=vocab_file,
             output_dir=FLAGS.output_dir,
             init_checkpoint=FLAGS.init_checkpoint,
+            **runner_flag_values(),
             do_lower_case=do_lower_case,
             max_seq_length=FLAGS.max_seq_length,
             do_train=FLAGS.do_train,
@@ -136,15 +118,6 @@ def main(_):
             learning_rate=FLAGS.learning_rate,
             num_train_epochs=FLAGS.num_train_epochs,
             warmup_proportion=FLAGS.warmup_proportion,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            steps_per_loop=FLAGS.steps_per_loop or FLAGS.iterations_per_loop,
-            distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
-            tpu=FLAGS.tpu or FLAGS.tpu_name,
-            dtype=FLAGS.dtype,
-            optimizer_type=FLAGS.optimizer_type,
-            weight_decay_rate=FLAGS.weight_decay_rate,
-            keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-            log_steps=FLAGS.log_steps,
             seed=FLAGS.seed,
             processor_kwargs=_processor_kwargs(),
             max_train_examples=FLAGS.max_train_examples,

@@ -9,8 +9,8 @@
 from absl import app, flags
 
 from official_bert.checkpoints.loading import read_bert_config
-from official_bert.training.distribution import STRATEGIES
 from official_bert.training.pretraining import PretrainingOptions, run_pretraining
+from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 
 FLAGS = flags.FLAGS
 
@@ -28,29 +28,10 @@ flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
 flags.DEFINE_integer("num_train_steps", 100000, "Training steps.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Warm-up steps.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call (= steps_per_loop).")
 flags.DEFINE_integer("max_eval_steps", 100, "Maximum evaluation batches.")
-flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address (same as --tpu).")
-flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility (TPUClusterResolver finds it).")
-flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
-flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 master).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy finds them).")
+define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
 # === TF2 flags ===
-flags.DEFINE_enum(
-    "distribution_strategy", "one_device", list(STRATEGIES), "tf.distribute strategy."
-)
-flags.DEFINE_string("tpu", None, "TPU name, grpc://host:port or local.")
-flags.DEFINE_integer(
-    "steps_per_loop", None, "Steps per tf.function call (default: iterations_per_loop)."
-)
-flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Precision.")
-flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "keras_adamw", "lamb"], "Optimizer.")
-flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
 flags.DEFINE_bool("use_next_sentence_label", True, "False: MLM-only pre-training.")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
-flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
 flags.DEFINE_integer("seed", None, "Seed for initialization, dropout and input order.")
 flags.DEFINE_integer(
     "gradient_accumulation_steps",
@@ -67,13 +48,13 @@ flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 def main(_):
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be True.")
-    strategy = "tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy
     run_pretraining(
         PretrainingOptions(
             bert_config=read_bert_config(FLAGS.bert_config_file),
             input_file=FLAGS.input_file,
             output_dir=FLAGS.output_dir,
             init_checkpoint=FLAGS.init_checkpoint,
+            **runner_flag_values(),
             max_seq_length=FLAGS.max_seq_length,
             max_predictions_per_seq=FLAGS.max_predictions_per_seq,
             do_train=FLAGS.do_train,
@@ -83,17 +64,8 @@ def main(_):
             learning_rate=FLAGS.learning_rate,
             num_train_steps=FLAGS.num_train_steps,
             num_warmup_steps=FLAGS.num_warmup_steps,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            steps_per_loop=FLAGS.steps_per_loop or FLAGS.iterations_per_loop,
             max_eval_steps=FLAGS.max_eval_steps,
-            distribution_strategy=strategy,
-            tpu=FLAGS.tpu or FLAGS.tpu_name,
-            dtype=FLAGS.dtype,
-            optimizer_type=FLAGS.optimizer_type,
-            weight_decay_rate=FLAGS.weight_decay_rate,
             use_next_sentence_label=FLAGS.use_next_sentence_label,
-            keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-            log_steps=FLAGS.log_steps,
             seed=FLAGS.seed,
             gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
             enable_xla=FLAGS.enable_xla,

@@ -13,7 +13,7 @@ import os
 from absl import app, flags
 
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
-from official_bert.training.distribution import STRATEGIES
+from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 from official_bert.training.squad_finetuning import SquadOptions, run_squad
 
 FLAGS = flags.FLAGS
@@ -38,34 +38,15 @@ flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
 flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "Steps between checkpoints.")
-flags.DEFINE_integer("iterations_per_loop", 1000, "Steps per tf.function call (= steps_per_loop).")
 flags.DEFINE_integer("n_best_size", 20, "Candidates in nbest_predictions.json.")
 flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in wordpieces.")
-flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
-flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address (same as --tpu).")
-flags.DEFINE_string("tpu_zone", None, "Accepted for compatibility (TPUClusterResolver finds it).")
-flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
-flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 master).")
-flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility (the strategy finds them).")
 flags.DEFINE_bool("verbose_logging", False, "Log answers that cannot be mapped back to the text.")
 flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no answer.")
 flags.DEFINE_float(
     "null_score_diff_threshold", 0.0, "v2.0: no answer when null - best span > this."
 )
+define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
 # === TF2 flags ===
-flags.DEFINE_enum(
-    "distribution_strategy", "one_device", list(STRATEGIES), "tf.distribute strategy."
-)
-flags.DEFINE_string("tpu", None, "TPU name, grpc://host:port or local.")
-flags.DEFINE_integer(
-    "steps_per_loop", None, "Steps per tf.function call (default: iterations_per_loop)."
-)
-flags.DEFINE_enum("dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Precision.")
-flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "keras_adamw", "lamb"], "Optimizer.")
-flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
-flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
-flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
 flags.DEFINE_integer("seed", None, "Seed of the span head's initialization, dropout, shuffling.")
 flags.DEFINE_bool(
     "trim_padding", True, "Cut each training batch to its longest window (same loss; not TPU)."
@@ -107,6 +88,7 @@ def main(_):
             vocab_file=vocab_file,
             output_dir=FLAGS.output_dir,
             train_file=FLAGS.train_file,
+            **runner_flag_values(),
             predict_file=FLAGS.predict_file,
             init_checkpoint=FLAGS.init_checkpoint,
             do_lower_case=FLAGS.do_lower_case,
@@ -120,20 +102,11 @@ def main(_):
             learning_rate=FLAGS.learning_rate,
             num_train_epochs=FLAGS.num_train_epochs,
             warmup_proportion=FLAGS.warmup_proportion,
-            save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-            steps_per_loop=FLAGS.steps_per_loop or FLAGS.iterations_per_loop,
             n_best_size=FLAGS.n_best_size,
             max_answer_length=FLAGS.max_answer_length,
             verbose_logging=FLAGS.verbose_logging,
             version_2_with_negative=FLAGS.version_2_with_negative,
             null_score_diff_threshold=FLAGS.null_score_diff_threshold,
-            distribution_strategy="tpu" if FLAGS.use_tpu else FLAGS.distribution_strategy,
-            tpu=FLAGS.tpu or FLAGS.tpu_name,
-            dtype=FLAGS.dtype,
-            optimizer_type=FLAGS.optimizer_type,
-            weight_decay_rate=FLAGS.weight_decay_rate,
-            keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-            log_steps=FLAGS.log_steps,
             seed=FLAGS.seed,
             trim_padding=FLAGS.trim_padding,
             tune_null_threshold=FLAGS.tune_null_threshold,
