@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
+import uuid
 
 import numpy as np
 import tensorflow as tf
@@ -125,10 +124,11 @@ def write_original_checkpoint(model, prefix: str, write_state: bool = True) -> s
       The prefix written.
     """
     entries = model_entries(model)
-    directory = os.path.dirname(os.path.abspath(prefix))
+    # tf.io.gfile, not os: the prefix may be on Cloud Storage (gs://), as for a Cloud TPU.
+    directory = os.path.dirname(prefix if "://" in prefix else os.path.abspath(prefix))
     basename = os.path.basename(prefix)
-    os.makedirs(directory, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".tmp-ckpt-", dir=directory)
+    staging = f"{directory}/.tmp-ckpt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tf.io.gfile.makedirs(staging)
     try:
         # SaveV2 writes a V2 name-based checkpoint (.index + .data) from eager tensors, exactly
         # what tf.compat.v1.train.Saver would write, without building a TF1 graph.
@@ -138,13 +138,13 @@ def write_original_checkpoint(model, prefix: str, write_state: bool = True) -> s
             shape_and_slices=[""] * len(entries),
             tensors=[tf.constant(entry.to_tf1_value()) for entry in entries],
         )
-        written = sorted(os.listdir(staging))
-        for name in written:
-            os.replace(os.path.join(staging, name), os.path.join(directory, name))
+        for name in sorted(tf.io.gfile.listdir(staging)):
+            tf.io.gfile.rename(f"{staging}/{name}", f"{directory}/{name}", overwrite=True)
         if write_state:
             write_checkpoint_state(directory, basename)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        if tf.io.gfile.exists(staging):
+            tf.io.gfile.rmtree(staging)
     logging.info("Wrote %d variables in the original BERT layout to %s", len(entries), prefix)
     return prefix
 

@@ -117,7 +117,9 @@ def run_classifier(options: ClassifierOptions) -> dict:
     tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
-    strategy = create_strategy(options.distribution_strategy, options.tpu)
+    # The records are written to output_dir and read by the TPU's host: gs:// on a TPU node.
+    tpu_paths = {"output_dir": options.output_dir}
+    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
     # A TPU needs every batch full: eval and predict sets are padded with examples that have
     # is_real_example = 0, as the original did with PaddingInputExample.
     is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)

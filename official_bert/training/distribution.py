@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import glob
+import os
 import socket
 import urllib.parse
 
@@ -26,12 +28,59 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         ) from None
 
 
-def create_strategy(name: str = "one_device", tpu: str | None = None) -> tf.distribute.Strategy:
+def check_paths_for_tpu(tpu: str | None, paths: dict[str, str | None]) -> None:
+    """Refuses local paths for a remote Cloud TPU (google-research/bert#98).
+
+    A TPU node (a name or grpc:// address) runs the input pipeline and writes checkpoints on its
+    own host, which sees Cloud Storage but not this machine's disk. A TPU VM (`tpu="local"`) is
+    this machine, so local paths work there.
+    """
+    if tpu == "local":
+        return
+    local = {flag: path for flag, path in paths.items() if path and not path.startswith("gs://")}
+    if local:
+        listed = ", ".join(f"--{flag}={path}" for flag, path in local.items())
+        raise ValueError(
+            f"a Cloud TPU ({tpu}) reads and writes files only through Cloud Storage: {listed} "
+            "must be gs:// paths (copy the data with `gsutil cp`); on a TPU VM use --tpu=local"
+        )
+
+
+def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
+    """The strategy name (and TPU) for the accelerators this machine can use.
+
+    Tries `tpu` if given, else a Colab TPU (COLAB_TPU_ADDR) or the TPU devices of a TPU VM
+    ("local"); falls back to "mirrored" with several GPUs, else "one_device" (a GPU or the CPU).
+
+    Returns:
+      (distribution_strategy, tpu): the arguments of `create_strategy` and of the scripts' flags.
+    """
+    candidates = [tpu] if tpu else []
+    if not tpu and os.environ.get("COLAB_TPU_ADDR"):
+        candidates.append("grpc://" + os.environ["COLAB_TPU_ADDR"])
+    if not tpu and (glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")):
+        candidates.append("local")
+    for candidate in candidates:
+        try:
+            tf.distribute.cluster_resolver.TPUClusterResolver(tpu=candidate)
+            logging.info("Using the TPU %s", candidate)
+            return "tpu", candidate
+        except (ValueError, OSError, tf.errors.OpError) as error:
+            logging.warning("No TPU at %r (%s); trying GPUs, then the CPU", candidate, error)
+    gpus = tf.config.list_physical_devices("GPU")
+    logging.info("No TPU; %d GPU(s)", len(gpus))
+    return ("mirrored" if len(gpus) > 1 else "one_device"), None
+
+
+def create_strategy(
+    name: str = "one_device", tpu: str | None = None, paths: dict[str, str | None] | None = None
+) -> tf.distribute.Strategy:
     """A tf.distribute strategy by name.
 
     one_device: the first GPU if any, else the CPU. mirrored: all local GPUs (or the CPU).
     multi_worker_mirrored: workers from TF_CONFIG. tpu: `tpu` is a TPU name, a grpc:// address or
-    "local"; an unreachable TPU is a clear error within seconds.
+    "local"; an unreachable TPU is a clear error within seconds. `paths` ({flag name: path}) are
+    checked first with `check_paths_for_tpu` when the strategy is a TPU.
     """
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
@@ -45,6 +94,7 @@ def create_strategy(name: str = "one_device", tpu: str | None = None) -> tf.dist
             raise ValueError(
                 "--distribution_strategy=tpu needs --tpu (a name, grpc://host:port or local)"
             )
+        check_paths_for_tpu(tpu, paths or {})
         if tpu.startswith("grpc://"):
             _check_reachable(tpu)
         try:

@@ -6,6 +6,7 @@ import dataclasses
 import os
 
 import keras
+import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
@@ -68,8 +69,10 @@ def run_pretraining(options: PretrainingOptions) -> dict:
             f"max_seq_length {options.max_seq_length} is longer than max_position_embeddings "
             f"({options.bert_config.max_position_embeddings})"
         )
-    os.makedirs(options.output_dir, exist_ok=True)
-    strategy = create_strategy(options.distribution_strategy, options.tpu)
+    # The TPU's host reads the records and writes the checkpoints: gs:// unless on a TPU VM.
+    tpu_paths = {"input_file": options.input_file, "output_dir": options.output_dir}
+    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
+    tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:
         # Initialization, dropout and input order; with the checkpointed data position and
         # random states a resumed run then ends with the weights of an uninterrupted one.

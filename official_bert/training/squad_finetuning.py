@@ -198,7 +198,8 @@ def run_squad(options: SquadOptions) -> dict:
         return {"eval": evaluate_existing_predictions(options)}
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)
-    strategy = create_strategy(options.distribution_strategy, options.tpu)
+    tpu_paths = {"output_dir": options.output_dir}  # the records and checkpoints live there
+    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
     is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
     tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
 

@@ -9,7 +9,11 @@ import pytest
 import tensorflow as tf
 
 from official_bert.config import BertConfig
-from official_bert.training.distribution import create_strategy
+from official_bert.training.distribution import (
+    check_paths_for_tpu,
+    create_strategy,
+    detect_distribution,
+)
 from tests.conftest import REPO_ROOT
 
 
@@ -28,6 +32,28 @@ def test_strategies_by_name():
         create_strategy("gpu")
     with pytest.raises(ValueError, match="needs --tpu"):
         create_strategy("tpu")
+
+
+def test_detection_falls_back_to_the_cpu_without_a_tpu(closed_port_address, monkeypatch):
+    monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    assert detect_distribution() == ("one_device", None)
+    # A TPU name that does not resolve (no GCE metadata server here) falls back, with a warning.
+    assert detect_distribution("no-such-tpu-xyz") == ("one_device", None)
+    # Colab's legacy TPU runtime announces its address; a grpc:// address resolves without a
+    # connection, so it is taken (create_strategy then checks that it answers).
+    monkeypatch.setenv("COLAB_TPU_ADDR", closed_port_address.removeprefix("grpc://"))
+    assert detect_distribution() == ("tpu", closed_port_address)
+
+
+def test_a_tpu_node_needs_cloud_storage_paths(closed_port_address):
+    check_paths_for_tpu("local", {"output_dir": "/tmp/out"})  # a TPU VM reads local files
+    check_paths_for_tpu("my-tpu", {"output_dir": "gs://bucket/out", "init_checkpoint": None})
+    with pytest.raises(ValueError, match=r"--output_dir=/tmp/out must be gs:// paths"):
+        check_paths_for_tpu("my-tpu", {"output_dir": "/tmp/out", "input_file": "gs://b/x"})
+    start = time.time()
+    with pytest.raises(ValueError, match="Cloud Storage"):  # before any connection attempt
+        create_strategy("tpu", closed_port_address, {"output_dir": "/tmp/out"})
+    assert time.time() - start < 1
 
 
 def test_tpu_without_a_tpu_fails_within_seconds(closed_port_address):
@@ -77,8 +103,9 @@ def test_run_pretraining_use_tpu_fails_within_seconds(closed_port_address, tmp_p
             "--use_tpu",
             f"--tpu_name={closed_port_address}",
             f"--bert_config_file={config}",
-            f"--input_file={tmp_path / 'gs_only.tfrecord'}",
-            f"--output_dir={tmp_path / 'out'}",
+            # A TPU node reads and writes through Cloud Storage (checked before connecting).
+            "--input_file=gs://no-such-bucket/tf_examples.tfrecord",
+            "--output_dir=gs://no-such-bucket/out",
             "--do_train",
         ],
         capture_output=True,

