@@ -159,6 +159,8 @@ def readme_env(tmp_path_factory):
 def test_readme_shows_the_quickstart_and_the_scripts():
     commands = readme_commands()
     assert commands[:2] == ["make demo", "make test"], commands[:2]
+    for command in commands[2:]:  # anything else would not be run by test_readme_command_runs
+        assert command.startswith("python "), f"README: a command no test runs: {command!r}"
     scripts = {shlex.split(c)[1] for c in commands if c.startswith("python ")}
     for script in (
         "extract_features.py",
@@ -191,3 +193,38 @@ def test_readme_command_runs(command, readme_env):
         for arg in args:
             if arg.startswith(flag + "="):
                 assert os.path.exists(arg.split("=", 1)[1]), f"{command}: no {arg}"
+
+
+def readme_inline_commands() -> list[str]:
+    """`python ...` commands quoted inline in README.md's prose (benchmarks, the quick demo)."""
+    text = README.read_text(encoding="utf-8")
+    return [" ".join(c.split()) for c in re.findall(r"`(python3? [^`]+)`", text)]
+
+
+def _defines_flag(sources: str, flag: str) -> bool:
+    name = re.escape(flag)
+    return bool(
+        re.search(rf"add_argument\(\s*[\"']--{name}[\"']", sources)
+        or re.search(rf"DEFINE_\w+\(\s*[\"']{name}[\"']", sources)
+    )
+
+
+def test_inline_commands_name_existing_scripts_and_flags():
+    """Inline commands are benchmarks (minutes to hours: not run here) and `run_demo.py --quick`
+    (run by tests/test_end_to_end_demo.py); their scripts must exist and define every flag used."""
+    commands = readme_inline_commands()
+    assert any(c.startswith("python run_demo.py") for c in commands)
+    shared_flags = "".join(
+        p.read_text() for p in (REPO_ROOT / "official_bert" / "training").glob("*flags.py")
+    )
+    for command in commands:
+        words = shlex.split(command)
+        script = REPO_ROOT / words[1]
+        assert script.exists(), f"README: {command!r}: no {words[1]}"
+        sources = script.read_text() + shared_flags
+        for word in words[2:]:
+            if word.startswith("--"):
+                flag = word[2:].split("=", 1)[0]
+                assert _defines_flag(sources, flag), (
+                    f"README: {command!r}: {script.name} has no --{flag}"
+                )
