@@ -27,8 +27,8 @@ class ScalarMix(keras.layers.Layer):
         `encoder_outputs` ([batch, seq_length, hidden_size] each).
 
     Returns:
-      One tensor of that shape, in the layer's compute dtype (the inputs' under a float16 or
-      bfloat16 policy): the weights are normalized in float32, then cast.
+      One tensor of that shape and of the inputs' dtype, whatever the layer's policy (inputs are
+      not auto-cast): the weights are normalized in float32, then cast to it.
     """
 
     def __init__(
@@ -38,6 +38,7 @@ class ScalarMix(keras.layers.Layer):
         initial_gamma: float = 1.0,
         **kwargs,
     ):
+        kwargs.setdefault("autocast", False)  # mix in the inputs' dtype
         super().__init__(**kwargs)
         if num_layers < 1:
             raise ValueError(f"ScalarMix needs at least one layer, got num_layers={num_layers}")

@@ -56,13 +56,15 @@ def test_gradients_reach_the_weights_and_gamma():
     assert abs(float(tf.reduce_sum(gradients[0]))) < 1e-6
 
 
-def test_float16_policy_keeps_float32_variables_and_the_input_dtype():
+@pytest.mark.parametrize("policy", ["mixed_float16", "float32"])
+def test_float16_inputs_give_float16_outputs_and_float32_variables(policy):
     layers = [tf.constant(layer, tf.float16) for layer in _layers()]
-    mix = ScalarMix(3, initial_weights=[1.0, 0.0, -1.0], dtype="mixed_float16")
+    mix = ScalarMix(3, initial_weights=[1.0, 0.0, -1.0], dtype=policy)
     mixed = mix(layers)
     assert mixed.dtype == tf.float16 and mixed.shape == (2, 5, 8)
     assert {v.dtype for v in mix.weights} == {"float32"}
     reference = ScalarMix(3, initial_weights=[1.0, 0.0, -1.0])([np.float32(x) for x in layers])
+    assert reference.dtype == tf.float32
     np.testing.assert_allclose(np.float32(mixed), reference, atol=1e-2)
 
 

@@ -57,6 +57,7 @@ def test_keras_file_round_trip_keeps_the_encoder_frozen(tmp_path):
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
     assert type(loaded) is FeatureBasedClassifier and loaded.encoder.trainable is False
+    assert len(loaded.trainable_variables) == 4  # the mix's 2 and the head's 2
     np.testing.assert_array_equal(loaded(inputs), model(inputs))
     np.testing.assert_allclose(
         loaded.scalar_mix.normalized_weights, model.scalar_mix.normalized_weights
