@@ -17,6 +17,7 @@ from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import convert_text_examples, read_text_examples
 from official_bert.models import BertEncoder
+from official_bert.scalar_mix_weights import load_scalar_mix
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
 FLAGS = flags.FLAGS
@@ -42,6 +43,13 @@ flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
 flags.DEFINE_bool("use_one_hot_embeddings", False, "Accepted for compatibility; no effect.")
 # === TF2 flags ===
 flags.DEFINE_enum("checkpoint_format", None, ["tf1", "safetensors", "object"], "Default: detected.")
+flags.DEFINE_string(
+    "scalar_mix_weights",
+    None,
+    "scalar_mix_weights.json of run_classifier.py --feature_mode=frozen_scalar_mix: output one "
+    'entry per token, {"index": "scalar_mix", "values": ...}, the learned mix of all layers, '
+    "instead of --layers.",
+)
 
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "init_checkpoint"])
 
@@ -62,16 +70,32 @@ def main(_):
             f"--max_seq_length={FLAGS.max_seq_length} is longer than max_position_embeddings "
             f"({config.max_position_embeddings}) in {config_file}"
         )
+    scalar_mix = layer_indexes = None
+    if FLAGS.scalar_mix_weights:
+        if FLAGS["layers"].present:
+            raise app.UsageError(
+                "--layers and --scalar_mix_weights exclude each other: with --scalar_mix_weights "
+                "the output holds the mix of all layers only"
+            )
+        scalar_mix = load_scalar_mix(FLAGS.scalar_mix_weights, config.num_hidden_layers)
+    else:
+        layer_indexes = feature_extraction.parse_layer_indexes(
+            FLAGS.layers, config.num_hidden_layers
+        )
     encoder = BertEncoder.from_bert_config(config)
     encoder.build()
     load_bert_weights(encoder, FLAGS.init_checkpoint, checkpoint_format=FLAGS.checkpoint_format)
-    layer_indexes = feature_extraction.parse_layer_indexes(FLAGS.layers, config.num_hidden_layers)
     tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     features = convert_text_examples(
         read_text_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length
     )
     count = feature_extraction.extract_features(
-        encoder, features, layer_indexes, FLAGS.output_file, batch_size=FLAGS.batch_size
+        encoder,
+        features,
+        layer_indexes,
+        FLAGS.output_file,
+        batch_size=FLAGS.batch_size,
+        scalar_mix=scalar_mix,
     )
     logging.info("Wrote features of %d examples to %s", count, FLAGS.output_file)
 

@@ -11,7 +11,11 @@ from absl import app, flags
 
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.data.classifier_examples import processor_names
-from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+from official_bert.training.classifier_finetuning import (
+    FEATURE_MODES,
+    ClassifierOptions,
+    run_classifier,
+)
 from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 
 FLAGS = flags.FLAGS
@@ -48,6 +52,15 @@ flags.DEFINE_string(
     None,
     "An encoder exported by export_tfhub.py to fine-tune (its bert_config.json, vocab and casing "
     "are the defaults of those flags).",
+)
+flags.DEFINE_enum(
+    "feature_mode",
+    "finetune",
+    list(FEATURE_MODES),
+    "finetune: train the whole model (the original). frozen_last / frozen_concat_last4 / "
+    "frozen_scalar_mix: keep the encoder frozen (dropout off) and train a head on the [CLS] vector "
+    "of the last layer / of the last 4 layers concatenated / of a learned ScalarMix of all layers "
+    "(written to output_dir/scalar_mix_weights.json).",
 )
 flags.DEFINE_string(
     "export_dir", None, "Raw-text serving SavedModel (default output_dir/serving_model; '' skips)."
@@ -124,6 +137,7 @@ def main(_):
             trim_padding=FLAGS.trim_padding,
             export_dir=FLAGS.export_dir,
             hub_module_handle=FLAGS.hub_module_handle,
+            feature_mode=FLAGS.feature_mode,
         )
     )
 

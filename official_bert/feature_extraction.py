@@ -14,6 +14,9 @@ from absl import logging
 
 from official_bert.data.feature_extraction_inputs import TokenFeatures
 
+# The "index" of the mixed entry in the output when extracting with a ScalarMix.
+SCALAR_MIX_INDEX = "scalar_mix"
+
 
 def parse_layer_indexes(layers: str, num_layers: int) -> list[int]:
     """ "-1,-2,-3,-4" -> [-1, -2, -3, -4], checked against the encoder's depth."""
@@ -40,22 +43,31 @@ def _batches(features: Iterable[TokenFeatures], batch_size: int) -> Iterator[lis
 def extract_features(
     encoder,
     features: Iterable[TokenFeatures],
-    layer_indexes: list[int],
+    layer_indexes: list[int] | None,
     output_file: str,
     batch_size: int = 32,
+    scalar_mix=None,
 ) -> int:
     """Runs the encoder (dropout off) and writes one JSON line per example, in the original
     format: {"linex_index": id, "features": [{"token": t, "layers": [{"index": i,
     "values": [...6 decimals]}]}]}, for the real (unpadded) tokens.
 
+    With `scalar_mix` (a built ScalarMix over all the encoder's layers; `layer_indexes` is then
+    ignored), each token has one entry instead, {"index": "scalar_mix", "values": [...]}: the
+    mix of every layer's output at that token.
+
     The file is written under a temporary name and renamed when complete. Returns the number of
     examples written.
     """
+    if scalar_mix is not None:
+        layer_indexes = [SCALAR_MIX_INDEX]
 
     @tf.function(reduce_retracing=True)
     def forward(inputs):
         outputs = encoder(inputs, training=False)
         layers = outputs["encoder_outputs"]
+        if scalar_mix is not None:
+            return [tf.cast(scalar_mix(layers), tf.float32)]
         return [tf.cast(layers[index], tf.float32) for index in layer_indexes]
 
     directory = os.path.dirname(output_file)

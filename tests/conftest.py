@@ -137,23 +137,50 @@ def tiny_bert_config(**overrides):
     return BertConfig(**values)
 
 
-@pytest.fixture(scope="session")
-def tiny_checkpoint_dir(tmp_path_factory):
-    """bert_model.ckpt (encoder + MLM + NSP heads, random weights), bert_config.json, vocab.txt."""
+# A sentiment task in the tiny vocab's words: each text holds one word of its label's list.
+POSITIVE = ["good", "great", "fun", "loved", "brilliant", "best"]
+NEGATIVE = ["bad", "awful", "dull", "hated", "boring", "worst"]
+FILLER = ["the", "movie", "film", "plot", "story", "actor", "was", "very", "really", "it"]
+
+
+def write_sentiment_task(directory, seed=0, splits=(("train", 64), ("dev", 32))):
+    """{split}.tsv files in the generic TSV layout (header, text, label "neg"/"pos"), balanced."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for split, count in splits:
+        lines = ["sentence\tlabel"]
+        for index in range(count):
+            label = index % 2
+            words = list(rng.choice(FILLER, size=4)) + [rng.choice((NEGATIVE, POSITIVE)[label])]
+            rng.shuffle(words)
+            lines.append(f"{' '.join(words)}\t{'pos' if label else 'neg'}")
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_tiny_checkpoint(directory, **config_overrides):
+    """Writes bert_model.ckpt (encoder + MLM + NSP heads, random weights of seed 1),
+    bert_config.json (tiny_bert_config(**config_overrides)) and vocab.txt in `directory`."""
     import keras
 
     from official_bert.checkpoints import save_bert_weights
     from official_bert.models import BertEncoder, BertPretrainer
 
-    directory = tmp_path_factory.mktemp("tiny_bert")
+    directory.mkdir(parents=True, exist_ok=True)
     write_tiny_vocab(directory / "vocab.txt")
-    config = tiny_bert_config()
+    config = tiny_bert_config(**config_overrides)
     config.to_json_file(str(directory / "bert_config.json"))
     keras.utils.set_random_seed(1)
     model = BertPretrainer(BertEncoder.from_bert_config(config))
     model.build()
     save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
     return directory
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint_dir(tmp_path_factory):
+    """write_tiny_checkpoint's files, of the default tiny config."""
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"))
 
 
 @pytest.fixture(scope="session")

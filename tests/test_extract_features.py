@@ -123,3 +123,84 @@ def test_vocab_mismatch_and_missing_input(original_tiny_dir, tmp_path):
     )
     result = _run(*_flags(original_tiny_dir, tmp_path / "missing.txt", tmp_path / "o.jsonl"))
     assert result.returncode != 0 and "input file not found" in result.stderr
+
+
+def _scalar_mix_file(path, layer_weights, gamma=1.0, layers=None):
+    layers = len(layer_weights) if layers is None else layers
+    path.write_text(json.dumps({"layers": layers, "layer_weights": layer_weights, "gamma": gamma}))
+    return path
+
+
+def test_scalar_mix_weights_replace_the_layers_with_their_mix(original_tiny_dir, tmp_path):
+    """One-hot weights reproduce a layer of a plain run; a 0.25/0.75 mix with gamma 2 (the
+    library call the script makes) is that mix of the plain run's layers."""
+    from official_bert import feature_extraction
+    from official_bert.scalar_mix_weights import load_scalar_mix
+
+    text = tmp_path / "input.txt"
+    text.write_text("the man went to the store.\nhe bought milk ||| and a loaf of bread.\n")
+    flags = [f for f in _flags(original_tiny_dir, text, "") if not f.startswith("--output_file")]
+    flags = [f for f in flags if not f.startswith("--layers")] + ["--max_seq_length=16"]
+
+    def run(name, *extra):
+        output = tmp_path / f"{name}.jsonl"
+        result = _run(*flags, f"--output_file={output}", *extra)
+        assert result.returncode == 0, result.stderr[-3000:]
+        return [json.loads(line) for line in output.read_text().splitlines()]
+
+    plain = run("plain", "--layers=0,1")
+    one_hot = run(
+        "one_hot", f"--scalar_mix_weights={_scalar_mix_file(tmp_path / 'a.json', [0.0, 1.0])}"
+    )
+
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    load_bert_weights(encoder, str(original_tiny_dir / "bert_model.ckpt"))
+    tokenizer = FullTokenizer(str(original_tiny_dir / "vocab.txt"), do_lower_case=True)
+    feature_extraction.extract_features(
+        encoder,
+        convert_text_examples(read_text_examples(str(text)), tokenizer, 16),
+        None,
+        str(tmp_path / "mixed.jsonl"),
+        scalar_mix=load_scalar_mix(
+            str(_scalar_mix_file(tmp_path / "b.json", [0.25, 0.75], gamma=2.0)), 2
+        ),
+    )
+    mixed = [json.loads(line) for line in (tmp_path / "mixed.jsonl").read_text().splitlines()]
+
+    for plain_line, one_hot_line, mixed_line in zip(plain, one_hot, mixed, strict=True):
+        assert plain_line["linex_index"] == one_hot_line["linex_index"] == mixed_line["linex_index"]
+        assert list(one_hot_line) == ["linex_index", "features"]
+        for token, token_one_hot, token_mixed in zip(
+            plain_line["features"], one_hot_line["features"], mixed_line["features"], strict=True
+        ):
+            assert token["token"] == token_one_hot["token"] == token_mixed["token"]
+            assert [layer["index"] for layer in token_one_hot["layers"]] == ["scalar_mix"]
+            first, last = (np.array(layer["values"]) for layer in token["layers"])
+            np.testing.assert_allclose(token_one_hot["layers"][0]["values"], last, atol=1e-5)
+            np.testing.assert_allclose(
+                token_mixed["layers"][0]["values"], 2.0 * (0.25 * first + 0.75 * last), atol=2e-5
+            )
+
+
+@pytest.mark.parametrize(
+    "layer_weights, extra, fragment",
+    [
+        ([0.2, 0.3, 0.5], [], "holds weights of 3 layers, but the model has 2 encoder layers"),
+        ([0.5, 0.5], ["--layers=-1"], "--layers and --scalar_mix_weights exclude each other"),
+    ],
+)
+def test_bad_scalar_mix_weights_are_a_clear_error(
+    original_tiny_dir, tmp_path, layer_weights, extra, fragment
+):
+    text = tmp_path / "input.txt"
+    text.write_text("hello\n")
+    weights_file = _scalar_mix_file(tmp_path / "mix.json", layer_weights)
+    flags = [
+        f for f in _flags(original_tiny_dir, text, tmp_path / "o.jsonl") if "--layers" not in f
+    ]
+    result = _run(*flags, f"--scalar_mix_weights={weights_file}", *extra)
+    assert result.returncode != 0
+    assert fragment in result.stderr, result.stderr[-2000:]
+    assert not (tmp_path / "o.jsonl").exists()

@@ -35,7 +35,38 @@ def readme_commands() -> list[str]:
             command = command.split(" #", 1)[0].strip()
             if command and not command.startswith("#"):
                 commands.append(" ".join(command.split()))
-    return list(dict.fromkeys(commands))  # a command shown twice runs once
+    return _producers_first(list(dict.fromkeys(commands)))  # a command shown twice runs once
+
+
+OUTPUT_FLAGS = ("--output_file", "--output_dir", "--export_path")
+
+
+def _tmp_paths(command: str, outputs: bool) -> set[str]:
+    """The /tmp/ paths a command writes (outputs=True) or reads (outputs=False)."""
+    return {
+        arg.split("=", 1)[1].rstrip("/")
+        for arg in command.split()
+        if "=/tmp/" in arg and arg.startswith(OUTPUT_FLAGS) == outputs
+    }
+
+
+def _waits_for(command: str, others: list[str]) -> bool:
+    written = {path for other in others for path in _tmp_paths(other, outputs=True)}
+    reads = _tmp_paths(command, outputs=False)
+    return any(r == w or r.startswith(w + "/") for r in reads for w in written)
+
+
+def _producers_first(commands: list[str]) -> list[str]:
+    """README order, except that a command reading a /tmp/ path runs after the one writing it
+    (e.g. extract_features.py with the layer mix that run_classifier.py writes, shown before)."""
+    ordered, pending = [], list(commands)
+    while pending:
+        ready = next(
+            (c for c in pending if not _waits_for(c, [o for o in pending if o != c])), pending[0]
+        )
+        ordered.append(ready)
+        pending.remove(ready)
+    return ordered
 
 
 def _write_tiny_bert(directory):
@@ -189,7 +220,7 @@ def test_readme_command_runs(command, readme_env):
         [sys.executable, *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT
     )
     assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
-    for flag in ("--output_file", "--output_dir", "--export_path"):
+    for flag in OUTPUT_FLAGS:
         for arg in args:
             if arg.startswith(flag + "="):
                 assert os.path.exists(arg.split("=", 1)[1]), f"{command}: no {arg}"

@@ -3,7 +3,15 @@
 from official_bert.layers.bert_embeddings import BertEmbeddings
 from official_bert.layers.classification_head import ClassificationHead
 from official_bert.layers.masked_lm_head import MaskedLMHead
+from official_bert.layers.scalar_mix import ScalarMix
 from official_bert.layers.span_head import SpanHead
 from official_bert.layers.transformer_block import TransformerBlock
 
-__all__ = ["BertEmbeddings", "ClassificationHead", "MaskedLMHead", "SpanHead", "TransformerBlock"]
+__all__ = [
+    "BertEmbeddings",
+    "ClassificationHead",
+    "MaskedLMHead",
+    "ScalarMix",
+    "SpanHead",
+    "TransformerBlock",
+]

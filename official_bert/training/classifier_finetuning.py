@@ -20,7 +20,8 @@ from official_bert.data.classifier_features import prepare_classifier_records
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
 from official_bert.export.exported_bert_encoder import ExportedBertEncoder
-from official_bert.models import BertClassifier, BertEncoder
+from official_bert.models import BertClassifier, BertEncoder, FeatureBasedClassifier
+from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
 from official_bert.tokenization import validate_case_matches_checkpoint
 from official_bert.training.classifier_objective import (
     classifier_loss_fn,
@@ -31,6 +32,11 @@ from official_bert.training.distribution import create_strategy
 from official_bert.training.optimization import create_optimizer
 from official_bert.training.prediction import predict
 from official_bert.training.runner import Runner, RunnerSettings, write_eval_results
+
+# --feature_mode: "finetune" trains the whole BertClassifier (the original run_classifier.py);
+# "frozen_<features>" trains a FeatureBasedClassifier over a frozen encoder, <features> one of
+# models.feature_based_classifier.FEATURES.
+FEATURE_MODES = ("finetune", "frozen_last", "frozen_concat_last4", "frozen_scalar_mix")
 
 
 @dataclasses.dataclass
@@ -76,6 +82,8 @@ class ClassifierOptions:
     # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
     # bert_config + init_checkpoint; its weights are the starting point.
     hub_module_handle: str | None = None
+    # One of FEATURE_MODES.
+    feature_mode: str = "finetune"
 
 
 def validate_classifier_options(options: ClassifierOptions) -> None:
@@ -95,6 +103,15 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
             "`init_checkpoint`, not both."
         )
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
+    if options.feature_mode not in FEATURE_MODES:
+        raise ValueError(
+            f"`feature_mode` must be one of {list(FEATURE_MODES)}, got {options.feature_mode!r}"
+        )
+    if options.feature_mode == "frozen_concat_last4" and options.bert_config.num_hidden_layers < 4:
+        raise ValueError(
+            "`feature_mode=frozen_concat_last4` needs at least 4 encoder layers; "
+            f"num_hidden_layers is {options.bert_config.num_hidden_layers}"
+        )
 
 
 def run_classifier(options: ClassifierOptions) -> dict:
@@ -107,8 +124,14 @@ def run_classifier(options: ClassifierOptions) -> dict:
     the score for regression), and after training a raw-text serving SavedModel
     (output_dir/serving_model unless export_dir says otherwise).
 
+    feature_mode "frozen_*" trains a FeatureBasedClassifier: the encoder's weights stay those of
+    init_checkpoint (or of the exported encoder), only the head (and the scalar mix) learn.
+    "frozen_scalar_mix" also writes the learned mix after training to
+    output_dir/scalar_mix_weights.json (see official_bert.scalar_mix_weights).
+
     Returns:
-      {"history": [(step, loss)], "eval": {...}, "predictions": np.ndarray, "export_dir": str}.
+      {"history": [(step, loss)], "eval": {...}, "predictions": np.ndarray, "export_dir": str,
+       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}.
     """
     validate_classifier_options(options)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_kwargs)
@@ -164,7 +187,14 @@ def run_classifier(options: ClassifierOptions) -> dict:
             encoder = ExportedBertEncoder(options.hub_module_handle)  # float32, as exported
         else:
             encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
-        model = BertClassifier(encoder, num_classes=num_classes)
+        if options.feature_mode == "finetune":
+            model = BertClassifier(encoder, num_classes=num_classes)
+        else:
+            model = FeatureBasedClassifier(
+                encoder,
+                num_classes=num_classes,
+                features=options.feature_mode.removeprefix("frozen_"),
+            )
         model.build()
         return model
 
@@ -196,11 +226,13 @@ def run_classifier(options: ClassifierOptions) -> dict:
         if options.hub_module_handle:
             logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
         elif options.init_checkpoint:
-            # The classifier head is new unless the checkpoint was fine-tuned already.
-            checkpoint_format = load_bert_weights(model, options.init_checkpoint)
+            # The classifier head is new unless the checkpoint was fine-tuned already; a
+            # feature-based head is always new (its input is not the pooled output).
+            target = model if options.feature_mode == "finetune" else model.encoder
+            checkpoint_format = load_bert_weights(target, options.init_checkpoint)
             logging.info("Initialized from %s (%s)", options.init_checkpoint, checkpoint_format)
         else:
-            logging.warning("No init_checkpoint: fine-tuning from random weights")
+            logging.warning("No init_checkpoint: training from random weights")
 
     runner.restore_or_initialize(initialize)
     results: dict = {"history": []}
@@ -227,6 +259,10 @@ def run_classifier(options: ClassifierOptions) -> dict:
         start = time.time()
         results["history"] = runner.train(train_dataset_fn, options.train_batch_size)
         results["train_seconds"] = time.time() - start
+        if options.feature_mode == "frozen_scalar_mix" and runner.is_chief:
+            path = os.path.join(options.output_dir, SCALAR_MIX_WEIGHTS_FILE)
+            results["scalar_mix"] = write_scalar_mix_weights(path, runner.model.scalar_mix)
+            logging.info("Learned layer mix (%s): %s", path, results["scalar_mix"])
         if options.export_dir != "":
             export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
             results["export_dir"] = export_classifier_serving_model(

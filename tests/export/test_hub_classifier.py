@@ -5,32 +5,17 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-
-POSITIVE = ["good", "great", "fun", "loved", "brilliant", "best"]
-NEGATIVE = ["bad", "awful", "dull", "hated", "boring", "worst"]
-FILLER = ["the", "movie", "film", "plot", "story", "actor", "was", "very", "really", "it"]
-
-
-def _write_task(directory, seed=0):
-    """A sentiment task in the generic TSV layout (header, text, label), words of the tiny vocab."""
-    rng = np.random.default_rng(seed)
-    for split, count in (("train", 64), ("dev", 32)):
-        lines = ["sentence\tlabel"]
-        for index in range(count):
-            label = index % 2
-            words = list(rng.choice(FILLER, size=4)) + [rng.choice((NEGATIVE, POSITIVE)[label])]
-            rng.shuffle(words)
-            lines.append(f"{' '.join(words)}\t{'pos' if label else 'neg'}")
-        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+from tests.export.conftest import write_sentiment_task
 
 
 def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_task(data_dir)
+    write_sentiment_task(data_dir)
     output_dir = tmp_path / "output"
     handle = tiny_exports["model"]
     # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
@@ -96,3 +81,55 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     )
     assert predicted["labels"].numpy().tolist() == [b"pos", b"neg"]
     assert json.loads((output_dir / "train.tf_record.json").read_text())  # cached features
+
+
+def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports, tmp_path):
+    """--hub_module_handle with --feature_mode=frozen_scalar_mix: the head and the mix train on
+    the module's layers, the module's own variables keep their exported values."""
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
+    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    write_sentiment_task(data_dir)
+    handle = tiny_exports["model"]
+    settings = read_exported_encoder_settings(handle)
+    output_dir = tmp_path / "output"
+    results = run_classifier(
+        ClassifierOptions(
+            bert_config=read_bert_config(settings["bert_config_file"]),
+            task_name="generic",
+            processor_kwargs=dict(labels=["neg", "pos"]),
+            data_dir=str(data_dir),
+            vocab_file=settings["vocab_file"],
+            output_dir=str(output_dir),
+            hub_module_handle=handle,
+            feature_mode="frozen_scalar_mix",
+            do_train=True,
+            max_seq_length=16,
+            train_batch_size=8,
+            learning_rate=1e-3,
+            num_train_epochs=1.0,
+            steps_per_loop=8,
+            seed=1,
+            export_dir="",
+        )
+    )
+    assert [step for step, _ in results["history"]] == [8]
+    written = json.loads((output_dir / "scalar_mix_weights.json").read_text())
+    assert written["layers"] == 2 and sum(written["layer_weights"]) == pytest.approx(1.0)
+
+    checkpoint = tf.train.load_checkpoint(str(output_dir))
+    saved = [
+        checkpoint.get_tensor(name)
+        for name, _ in tf.train.list_variables(str(output_dir))
+        if name.startswith("model/encoder/") and name.endswith("VARIABLE_VALUE")
+    ]
+    exported = tf.saved_model.load(handle)
+    changed = [
+        variable.name
+        for variable in exported.trainable_variables
+        if not any(np.array_equal(variable.numpy(), value) for value in saved)
+    ]
+    assert len(exported.trainable_variables) > 30 and changed == []
