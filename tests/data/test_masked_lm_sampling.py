@@ -105,27 +105,19 @@ def test_replacement_split_and_rate(shares):
 @pytest.mark.parametrize("whole_word", [False, True])
 def test_all_mask_and_all_keep(whole_word):
     ids, lengths = _batch()
-    all_mask = sample_masked_lm(
-        ids,
-        lengths,
-        _options(
-            whole_word_mask=whole_word,
-            mask_token_prob=1.0,
-            random_token_prob=0.0,
-            keep_token_prob=0.0,
-        ),
-        np.random.default_rng(4),
-    )
-    keep = sample_masked_lm(
-        ids,
-        lengths,
-        _options(
-            whole_word_mask=whole_word,
-            mask_token_prob=0.0,
-            random_token_prob=0.0,
-            keep_token_prob=1.0,
-        ),
-        np.random.default_rng(4),
+    all_mask, keep = (
+        sample_masked_lm(
+            ids,
+            lengths,
+            _options(
+                whole_word_mask=whole_word,
+                mask_token_prob=mask_share,
+                random_token_prob=0.0,
+                keep_token_prob=1.0 - mask_share,
+            ),
+            np.random.default_rng(4),
+        )
+        for mask_share in (1.0, 0.0)
     )
     # The same predictions are chosen either way (the split only decides what replaces them).
     np.testing.assert_array_equal(all_mask.masked_lm_positions, keep.masked_lm_positions)
