@@ -49,8 +49,12 @@ flags.DEFINE_bool("gzip_compress", False, "Write GZIP-compressed TFRecords.")
 flags.DEFINE_bool(
     "use_v2_feature_names", False, "Name features input_word_ids / input_type_ids (TF2 style)."
 )
+# The original's 80/10/10; given all three, they must sum to 1.
 flags.DEFINE_float("mask_token_prob", 0.8, "Share of predictions replaced by [MASK].")
 flags.DEFINE_float("random_token_prob", 0.1, "Share of predictions replaced by a random token.")
+flags.DEFINE_float(
+    "keep_token_prob", None, "Share of predictions left unchanged (default: what the others leave)."
+)
 flags.DEFINE_bool(
     "decide_per_word", False, "With whole-word masking, one [MASK]/random/keep draw per word."
 )
@@ -86,6 +90,11 @@ def main(_):
         next_sentence=not FLAGS.no_nsp,
         mask_token_prob=FLAGS.mask_token_prob,
         random_token_prob=FLAGS.random_token_prob,
+        keep_token_prob=(
+            FLAGS.keep_token_prob
+            if FLAGS.keep_token_prob is not None
+            else round(1.0 - FLAGS.mask_token_prob - FLAGS.random_token_prob, 12)
+        ),
         decide_per_word=FLAGS.decide_per_word,
         use_v2_feature_names=FLAGS.use_v2_feature_names,
         documents_per_chunk=FLAGS.documents_per_chunk,

@@ -1,12 +1,15 @@
 """Pre-trains BERT (masked LM + next sentence) on TFRecords of create_pretraining_data.py.
 
+--use_next_sentence_label=false (MLM only) and --objective=ltr (a left-to-right LM, no NSP) are
+the pre-training ablations of the BERT paper (section 5.1).
+
   python run_pretraining.py --input_file=/tmp/tf_examples.tfrecord --output_dir=/tmp/pretraining \
     --do_train=True --do_eval=True --bert_config_file=$BERT_BASE_DIR/bert_config.json \
     --train_batch_size=32 --max_seq_length=128 --max_predictions_per_seq=20 \
     --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
 """
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.training.pretraining import PretrainingOptions, run_pretraining
@@ -32,6 +35,15 @@ flags.DEFINE_integer("max_eval_steps", 100, "Maximum evaluation batches.")
 define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
 # === TF2 flags ===
 flags.DEFINE_bool("use_next_sentence_label", True, "False: MLM-only pre-training.")
+flags.DEFINE_enum(
+    "objective",
+    "mlm",
+    ["mlm", "ltr"],
+    "mlm: the masked LM. ltr: the paper's 'LTR & No NSP' ablation, a left-to-right LM (causal "
+    "attention, next-token loss over all real positions) on the same files, their original "
+    "tokens restored; next-sentence prediction is off (an explicit "
+    "--use_next_sentence_label=true is an error).",
+)
 flags.DEFINE_integer("seed", None, "Seed for initialization, dropout and input order.")
 flags.DEFINE_integer(
     "gradient_accumulation_steps",
@@ -45,9 +57,24 @@ flags.DEFINE_bool(
 flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 
 
+def use_next_sentence_label() -> bool:
+    """--use_next_sentence_label, off by default under --objective=ltr (the paper's LTR model
+    has no NSP); asking for both explicitly is an error."""
+    if FLAGS.objective != "ltr":
+        return FLAGS.use_next_sentence_label
+    if FLAGS["use_next_sentence_label"].present and FLAGS.use_next_sentence_label:
+        raise app.UsageError(
+            "--objective=ltr is the paper's 'LTR & No NSP' model: it has no next-sentence "
+            "prediction, so --use_next_sentence_label=true cannot go with it"
+        )
+    logging.info("--objective=ltr: next-sentence prediction is off")
+    return False
+
+
 def main(_):
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be True.")
+    next_sentence = use_next_sentence_label()
     run_pretraining(
         PretrainingOptions(
             bert_config=read_bert_config(FLAGS.bert_config_file),
@@ -65,7 +92,8 @@ def main(_):
             num_train_steps=FLAGS.num_train_steps,
             num_warmup_steps=FLAGS.num_warmup_steps,
             max_eval_steps=FLAGS.max_eval_steps,
-            use_next_sentence_label=FLAGS.use_next_sentence_label,
+            use_next_sentence_label=next_sentence,
+            objective=FLAGS.objective,
             seed=FLAGS.seed,
             gradient_accumulation_steps=FLAGS.gradient_accumulation_steps,
             enable_xla=FLAGS.enable_xla,

@@ -190,6 +190,34 @@ def test_whole_word_ngram_and_mlm_only(vocab_file, tmp_path):
                 assert position - 1 in chosen  # a word is never split
 
 
+def test_replacement_share_flags(vocab_file, tmp_path):
+    """--mask_token_prob/--random_token_prob (--keep_token_prob: what they leave, here 0) reach
+    the masking: 1/0/0 makes every prediction [MASK]."""
+    output = tmp_path / "all_mask.tfrecord"
+    result = _run_script(
+        f"--input_file={CORPUS}",
+        f"--vocab_file={vocab_file}",
+        f"--output_file={output}",
+        "--dupe_factor=2",
+        "--num_workers=1",
+        "--mask_token_prob=1.0",
+        "--random_token_prob=0",
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    mask = load_vocab(vocab_file)["[MASK]"]
+    examples = _read(output)
+    predicted = 0
+    for example in examples:
+        count = int(example["masked_lm_weights"].sum())
+        positions = example["masked_lm_positions"][:count]
+        assert np.all(example["input_ids"][positions] == mask)
+        assert (example["input_ids"] == mask).sum() == count
+        predicted += count
+    assert predicted > 100
+    summary = json.loads((tmp_path / "all_mask.tfrecord.summary.json").read_text())
+    assert summary["fraction_predictions_mask"] == 1.0
+
+
 def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
     def run(content, **overrides):
         corpus = tmp_path / "corpus.txt"
@@ -212,6 +240,8 @@ def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
         ValueError, match=r"max_predictions_per_seq \(200\) is larger than max_seq_length"
     ):
         run(b"a.\n", max_predictions_per_seq=200)
+    with pytest.raises(ValueError, match=r"= 0.9; the shares .* must sum to 1"):
+        run(b"a.\n", mask_token_prob=0.8, random_token_prob=0.1, keep_token_prob=0.0)
     bad_vocab = tmp_path / "vocab.txt"
     bad_vocab.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n")
     with pytest.raises(ValueError, match=r"lacks \['\[MASK\]'\]"):

@@ -229,7 +229,8 @@ def test_readme_command_runs(command, readme_env):
 def readme_inline_commands() -> list[str]:
     """`python ...` commands quoted inline in README.md's prose (benchmarks, the quick demo)."""
     text = README.read_text(encoding="utf-8")
-    return [" ".join(c.split()) for c in re.findall(r"`(python3? [^`]+)`", text)]
+    found = re.findall(r"`(?:nice )?(python3? [^`]+)`", text)
+    return [" ".join(c.split()) for c in found]
 
 
 def _defines_flag(sources: str, flag: str) -> bool:

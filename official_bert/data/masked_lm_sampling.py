@@ -8,6 +8,28 @@ import dataclasses
 import numpy as np
 
 
+def check_replacement_shares(
+    mask_token_prob: float, random_token_prob: float, keep_token_prob: float
+) -> None:
+    """Raises ValueError unless the three shares of the predictions ([MASK], random token,
+    unchanged) are each in [0, 1] and sum to 1 within 1e-6."""
+    shares = {
+        "mask_token_prob": mask_token_prob,
+        "random_token_prob": random_token_prob,
+        "keep_token_prob": keep_token_prob,
+    }
+    for name, value in shares.items():
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {value}")
+    total = sum(shares.values())
+    if abs(total - 1.0) > 1e-6:
+        given = " + ".join(f"{name} ({value:g})" for name, value in shares.items())
+        raise ValueError(
+            f"{given} = {total:.6g}; the shares of [MASK], random and unchanged predictions "
+            "must sum to 1 (e.g. 0.8, 0.1, 0.1 as the original)"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class MaskingOptions:
     """How predictions are chosen.
@@ -21,7 +43,8 @@ class MaskingOptions:
     whole_word_mask: mask every piece of a word together (do_whole_word_mask).
     max_ngram_size: mask spans of up to n whole words (1 = single words), n drawn with
       probability proportional to 1/n as in ALBERT's n-gram masking.
-    mask_token_prob, random_token_prob: the 80/10/10 split (the rest is kept unchanged).
+    mask_token_prob, random_token_prob, keep_token_prob: the shares of predictions replaced by
+      [MASK], by a random token and left unchanged (the original's 80/10/10); they must sum to 1.
     decide_per_word: with whole-word masking, draw the [MASK]/random/keep decision once per
       word instead of once per piece (google-research/bert#910).
     """
@@ -36,16 +59,13 @@ class MaskingOptions:
     max_ngram_size: int = 1
     mask_token_prob: float = 0.8
     random_token_prob: float = 0.1
+    keep_token_prob: float = 0.1
     decide_per_word: bool = False
 
     def __post_init__(self):
         if not 0.0 < self.masked_lm_prob <= 1.0:
             raise ValueError(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
-        if self.mask_token_prob + self.random_token_prob > 1.0 + 1e-9:
-            raise ValueError(
-                f"mask_token_prob ({self.mask_token_prob}) + random_token_prob "
-                f"({self.random_token_prob}) exceeds 1"
-            )
+        check_replacement_shares(self.mask_token_prob, self.random_token_prob, self.keep_token_prob)
         if (self.whole_word_mask or self.max_ngram_size > 1) and self.is_continuation is None:
             raise ValueError("whole-word and n-gram masking need is_continuation")
 

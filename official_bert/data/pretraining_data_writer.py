@@ -33,7 +33,11 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
-from official_bert.data.masked_lm_sampling import MaskingOptions, sample_masked_lm
+from official_bert.data.masked_lm_sampling import (
+    MaskingOptions,
+    check_replacement_shares,
+    sample_masked_lm,
+)
 from official_bert.data.pretraining_features import ORIGINAL_FEATURE_NAMES, feature_names
 from official_bert.data.pretraining_instances import (
     TokenizedDocument,
@@ -62,6 +66,7 @@ class PretrainingDataSettings:
     next_sentence: bool = True
     mask_token_prob: float = 0.8
     random_token_prob: float = 0.1
+    keep_token_prob: float = 0.1
     decide_per_word: bool = False
     use_v2_feature_names: bool = False
     documents_per_chunk: int = 1000
@@ -82,6 +87,7 @@ class PretrainingDataSettings:
             raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
         if self.max_ngram_size < 1:
             raise ValueError(f"max_ngram_size must be at least 1, got {self.max_ngram_size}")
+        check_replacement_shares(self.mask_token_prob, self.random_token_prob, self.keep_token_prob)
 
 
 # === Worker side ===
@@ -109,6 +115,7 @@ class ChunkProcessor:
             max_ngram_size=settings.max_ngram_size,
             mask_token_prob=settings.mask_token_prob,
             random_token_prob=settings.random_token_prob,
+            keep_token_prob=settings.keep_token_prob,
             decide_per_word=settings.decide_per_word,
         )
         names = feature_names(settings.use_v2_feature_names)

@@ -56,6 +56,34 @@ def inspect_pretraining_file(path: str) -> dict:
     }
 
 
+def restore_masked_tokens(batch: dict) -> dict:
+    """The encoder inputs of a batch with the original tokens back at the masked-LM positions:
+    create_pretraining_data writes masked inputs ([MASK], random or kept tokens), a left-to-right
+    LM needs the text itself.
+
+    batch: pretraining_dataset's features (int32 input_word_ids, input_mask, input_type_ids
+    [batch, seq_length]; masked_lm_positions, masked_lm_ids [batch, num_predictions];
+    masked_lm_weights float32). Returns {"input_word_ids", "input_mask", "input_type_ids"},
+    input_word_ids[b, masked_lm_positions[b, k]] = masked_lm_ids[b, k] wherever
+    masked_lm_weights[b, k] > 0 (padding slots, weight 0, change nothing).
+    """
+    ids = batch["input_word_ids"]
+    # [batch, num_predictions, seq_length]: prediction k of row b is at position s.
+    hits = tf.logical_and(
+        tf.one_hot(batch["masked_lm_positions"], tf.shape(ids)[1], on_value=True, off_value=False),
+        (batch["masked_lm_weights"] > 0)[:, :, None],
+    )
+    # A position is predicted at most once, so the sum picks its one label.
+    labels = tf.reduce_sum(
+        tf.where(hits, tf.cast(batch["masked_lm_ids"], ids.dtype)[:, :, None], 0), axis=1
+    )
+    return {
+        "input_word_ids": tf.where(tf.reduce_any(hits, axis=1), labels, ids),
+        "input_mask": batch["input_mask"],
+        "input_type_ids": batch["input_type_ids"],
+    }
+
+
 def pretraining_dataset(
     input_patterns: str,
     batch_size: int,
@@ -65,6 +93,7 @@ def pretraining_dataset(
     input_context: tf.distribute.InputContext | None = None,
     seed: int | None = None,
     shuffle_buffer_size: int = 100,
+    restore_original_tokens: bool = False,
 ) -> tf.data.Dataset:
     """Batches of pre-training examples, as the original input_fn_builder reads them.
 
@@ -73,6 +102,8 @@ def pretraining_dataset(
     int32 (masked_lm_weights float32) under the model's names: input_word_ids, input_mask,
     input_type_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
     next_sentence_labels ([batch, 1]). Original and v2 feature names and GZIP files are detected.
+    restore_original_tokens: yield only the three encoder inputs, with the original tokens back
+    at the masked positions (restore_masked_tokens): the input of a left-to-right LM.
 
     Raises:
       FileNotFoundError: a pattern matches no file.
@@ -101,10 +132,11 @@ def pretraining_dataset(
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
         # int64 is not supported on TPU, and int32 is what the model takes.
-        return {
+        batch = {
             renames[name]: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
             for name, value in parsed.items()
         }
+        return restore_masked_tokens(batch) if restore_original_tokens else batch
 
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None:

@@ -18,10 +18,12 @@ class MaskedLMHead(keras.layers.Layer):
 
     Call arguments:
       sequence_output: float [batch, seq_length, hidden_size].
-      masked_positions: int32 [batch, num_predictions] indices into seq_length.
+      masked_positions: int32 [batch, num_predictions] indices into seq_length; None predicts
+        at every position (a left-to-right LM's next-token logits).
 
     Returns:
-      float32 logits [batch, num_predictions, vocab_size].
+      float32 logits [batch, num_predictions, vocab_size] ([batch, seq_length, vocab_size]
+      when masked_positions is None).
     """
 
     def __init__(
@@ -67,17 +69,21 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
-        gathered = ops.take_along_axis(
-            sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1
-        )
+    def call(self, sequence_output, masked_positions=None):
+        gathered = sequence_output
+        if masked_positions is not None:
+            gathered = ops.take_along_axis(
+                sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1
+            )
         hidden = self.transform_layer_norm(self.transform_dense(gathered))
         table = ops.cast(self.token_embedding.embeddings, hidden.dtype)
         logits = ops.matmul(hidden, ops.transpose(table))
         # Logits in float32 so the softmax cross-entropy is stable under mixed precision.
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
+        if masked_positions_shape is None:
+            return (*sequence_output_shape[:-1], self.vocab_size)
         return (*masked_positions_shape, self.vocab_size)
 
     # === Config ===

@@ -28,6 +28,11 @@ class BertEncoder(keras.Model):
       embedding_output: float [batch, seq_length, hidden_size], after embedding LayerNorm.
 
     `training=True` switches dropout on. Floats are in the model's compute dtype.
+
+    causal=True makes it a left-to-right encoder (the BERT paper's "LTR & No NSP" ablation,
+    section 5.1): position i attends only to real positions j <= i, so no output depends on a
+    later token (pooled_output, from [CLS] at position 0, then sees [CLS] alone). The default
+    (False) is the original bidirectional encoder.
     """
 
     def __init__(
@@ -44,6 +49,7 @@ class BertEncoder(keras.Model):
         type_vocab_size: int = 16,
         initializer_range: float = 0.02,
         layer_norm_epsilon: float = 1e-12,
+        causal: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -59,6 +65,7 @@ class BertEncoder(keras.Model):
         self.type_vocab_size = type_vocab_size
         self.initializer_range = initializer_range
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.causal = causal
 
         # === Layers ===
         policy = self.dtype_policy
@@ -148,9 +155,16 @@ class BertEncoder(keras.Model):
         # As the original's create_attention_mask_from_input_mask: every query position may
         # attend to every real (unpadded) key position. [batch, seq, seq] bool.
         key_mask = ops.cast(input_mask, "bool")[:, None, :]
+        seq_length = ops.shape(word_ids)[1]
         attention_mask = ops.broadcast_to(
-            key_mask, (ops.shape(word_ids)[0], ops.shape(word_ids)[1], ops.shape(word_ids)[1])
+            key_mask, (ops.shape(word_ids)[0], seq_length, seq_length)
         )
+        if self.causal:
+            # Left-to-right: query position i sees key positions j <= i only.
+            positions = ops.arange(seq_length)
+            attention_mask = ops.logical_and(
+                attention_mask, positions[None, :, None] >= positions[None, None, :]
+            )
         hidden = embedding_output
         encoder_outputs = []
         for block in self.transformer_layers:
@@ -189,6 +203,7 @@ class BertEncoder(keras.Model):
             type_vocab_size=self.type_vocab_size,
             initializer_range=self.initializer_range,
             layer_norm_epsilon=self.layer_norm_epsilon,
+            causal=self.causal,
         )
         return config
 

@@ -1,4 +1,4 @@
-"""BertPretrainer: encoder + masked-LM head + next-sentence head."""
+"""BertPretrainer: encoder + masked-LM head + next-sentence head (or a left-to-right LM)."""
 
 from __future__ import annotations
 
@@ -20,16 +20,35 @@ class BertPretrainer(EncoderWithHeads):
     Outputs (dict): the encoder's outputs, plus `mlm_logits` float32
     [batch, num_predictions, vocab_size] and, with `use_next_sentence_label`,
     `next_sentence_logits` float32 [batch, 2] (class 0 = B is the real next segment).
+
+    objective="ltr" is the BERT paper's "LTR & No NSP" ablation (section 5.1): a left-to-right
+    language model. It needs a causal encoder and no next-sentence head; `masked_lm_positions`
+    is not read, and the same tied head (the original's cls/predictions weights) gives
+    `lm_logits` float32 [batch, seq_length, vocab_size] at every position, position t
+    predicting token t + 1.
     """
 
     def __init__(
         self,
         encoder: BertEncoder,
         use_next_sentence_label: bool = True,
+        objective: str = "mlm",
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
+        if objective not in ("mlm", "ltr"):
+            raise ValueError(f"objective must be 'mlm' or 'ltr', got {objective!r}")
+        if objective == "ltr" and use_next_sentence_label:
+            raise ValueError(
+                "objective='ltr' is the paper's 'LTR & No NSP': pass use_next_sentence_label=False"
+            )
+        if objective == "ltr" and not encoder.causal:
+            raise ValueError(
+                "objective='ltr' needs a causal encoder (BertEncoder(..., causal=True)); a "
+                "bidirectional one sees the very token each position predicts"
+            )
         self.use_next_sentence_label = use_next_sentence_label
+        self.objective = objective
 
         # === Layers ===
         self.masked_lm = MaskedLMHead(
@@ -63,6 +82,9 @@ class BertPretrainer(EncoderWithHeads):
 
     def call(self, inputs, training=None):
         outputs = dict(self.encoder(inputs, training=training))
+        if self.objective == "ltr":
+            outputs["lm_logits"] = self.masked_lm(outputs["sequence_output"])
+            return outputs
         outputs["mlm_logits"] = self.masked_lm(
             outputs["sequence_output"], inputs["masked_lm_positions"]
         )
@@ -77,5 +99,6 @@ class BertPretrainer(EncoderWithHeads):
         config = super().get_config()
         config.update(
             use_next_sentence_label=self.use_next_sentence_label,
+            objective=self.objective,
         )
         return config

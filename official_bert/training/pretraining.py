@@ -1,4 +1,5 @@
-"""Pre-training a BERT (masked LM + next sentence) with the runner."""
+"""Pre-training a BERT (masked LM + next sentence, or the paper's left-to-right LM ablation)
+with the runner."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from official_bert.training.distribution import create_strategy
 from official_bert.training.optimization import create_optimizer
 from official_bert.training.pretraining_objective import (
     PretrainingMetrics,
+    left_to_right_loss,
+    left_to_right_loss_denominators,
     pretraining_loss,
     pretraining_loss_denominators,
 )
@@ -25,7 +28,13 @@ from official_bert.training.runner import Runner, RunnerSettings, write_eval_res
 
 @dataclasses.dataclass
 class PretrainingOptions:
-    """The settings of run_pretraining.py (original flag names)."""
+    """The settings of run_pretraining.py (original flag names).
+
+    objective: "mlm" (the original: masked LM, plus next sentence with use_next_sentence_label)
+    or "ltr" (the BERT paper's "LTR & No NSP" ablation, section 5.1: a causal encoder trained
+    as a left-to-right LM on the same records, their original tokens restored at the masked
+    positions; needs use_next_sentence_label=False).
+    """
 
     bert_config: BertConfig
     input_file: str
@@ -54,6 +63,7 @@ class PretrainingOptions:
     seed: int | None = None
     gradient_accumulation_steps: int = 1
     enable_xla: bool = False
+    objective: str = "mlm"
 
 
 def run_pretraining(options: PretrainingOptions) -> dict:
@@ -64,6 +74,14 @@ def run_pretraining(options: PretrainingOptions) -> dict:
     """
     if options.dtype not in ("float32", "mixed_bfloat16", "mixed_float16"):
         raise ValueError(f"unknown dtype {options.dtype!r}")
+    if options.objective not in ("mlm", "ltr"):
+        raise ValueError(f"objective must be 'mlm' or 'ltr', got {options.objective!r}")
+    left_to_right = options.objective == "ltr"
+    if left_to_right and options.use_next_sentence_label:
+        raise ValueError(
+            "objective 'ltr' (the paper's 'LTR & No NSP') has no next-sentence prediction: "
+            "set use_next_sentence_label to False"
+        )
     if options.max_seq_length > options.bert_config.max_position_embeddings:
         raise ValueError(
             f"max_seq_length {options.max_seq_length} is longer than max_position_embeddings "
@@ -79,8 +97,14 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         keras.utils.set_random_seed(options.seed)
 
     def model_fn():
-        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
-        model = BertPretrainer(encoder, use_next_sentence_label=options.use_next_sentence_label)
+        encoder = BertEncoder.from_bert_config(
+            options.bert_config, dtype=options.dtype, causal=left_to_right
+        )
+        model = BertPretrainer(
+            encoder,
+            use_next_sentence_label=options.use_next_sentence_label,
+            objective=options.objective,
+        )
         model.build()
         return model
 
@@ -103,6 +127,7 @@ def run_pretraining(options: PretrainingOptions) -> dict:
                 is_training=is_training,
                 input_context=input_context,
                 seed=options.seed,
+                restore_original_tokens=left_to_right,
             )
 
         return build
@@ -113,7 +138,7 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         strategy,
         model_fn,
         optimizer_fn,
-        pretraining_loss,
+        left_to_right_loss if left_to_right else pretraining_loss,
         RunnerSettings(
             output_dir=options.output_dir,
             num_train_steps=options.num_train_steps,
@@ -124,8 +149,10 @@ def run_pretraining(options: PretrainingOptions) -> dict:
             gradient_accumulation_steps=options.gradient_accumulation_steps,
             enable_xla=options.enable_xla,
         ),
-        # The MLM loss is normalized over the whole update batch, whatever its parts.
-        loss_denominators_fn=pretraining_loss_denominators,
+        # The (M)LM loss is normalized over the whole update batch, whatever its parts.
+        loss_denominators_fn=(
+            left_to_right_loss_denominators if left_to_right else pretraining_loss_denominators
+        ),
     )
 
     def initialize(model):
@@ -147,7 +174,9 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
         logging.info("Wrote the trained model in the original layout: %s", prefix)
     if options.do_eval:
-        metrics = PretrainingMetrics(next_sentence=options.use_next_sentence_label)
+        metrics = PretrainingMetrics(
+            next_sentence=options.use_next_sentence_label, objective=options.objective
+        )
         results["eval"] = runner.evaluate(
             dataset_fn(options.eval_batch_size, False), metrics, options.max_eval_steps
         )

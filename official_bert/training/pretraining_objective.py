@@ -1,4 +1,5 @@
-"""The losses and evaluation metrics of the original run_pretraining.py."""
+"""The losses and evaluation metrics of the original run_pretraining.py, and those of the BERT
+paper's left-to-right LM ablation ("LTR & No NSP", section 5.1)."""
 
 from __future__ import annotations
 
@@ -81,19 +82,67 @@ def pretraining_loss(outputs: dict, batch: dict, denominators: dict | None = Non
     return loss
 
 
+def next_token_targets(lm_logits, input_word_ids, input_mask):
+    """What a left-to-right LM predicts: position t (0 <= t < seq_length - 1) predicts token
+    t + 1, counted where that token is real (input_mask 1; a real target's predecessor is real
+    too, so padding never predicts nor is predicted).
+
+    lm_logits: float [batch, seq_length, vocab_size]; input_word_ids, input_mask: int
+    [batch, seq_length]. Returns (logits float [batch, seq_length - 1, vocab_size], target ids
+    int32 [batch, seq_length - 1], weights float32 [batch, seq_length - 1]), in the shape of
+    masked_lm_loss's arguments.
+    """
+    return (
+        lm_logits[:, :-1],
+        tf.cast(input_word_ids[:, 1:], tf.int32),
+        tf.cast(input_mask[:, 1:], tf.float32),
+    )
+
+
+def left_to_right_lm_loss(lm_logits, input_word_ids, input_mask, denominator=None):
+    """The mean next-token negative log-likelihood over the real targets (see
+    next_token_targets), a float32 scalar; masked_lm_loss's weighting, the weights being the
+    target mask (so its 1e-5 guard too). denominator: as in masked_lm_loss."""
+    return masked_lm_loss(*next_token_targets(lm_logits, input_word_ids, input_mask), denominator)
+
+
+def left_to_right_loss_denominators(batch: dict) -> dict:
+    """{"next_token": the number of real next-token targets}, float32 scalar (see
+    pretraining_loss_denominators)."""
+    return {"next_token": tf.reduce_sum(tf.cast(batch["input_mask"][:, 1:], tf.float32))}
+
+
+def left_to_right_loss(outputs: dict, batch: dict, denominators: dict | None = None):
+    """The loss of the LTR objective (no next-sentence term), a float32 scalar; denominators as
+    in pretraining_loss."""
+    return left_to_right_lm_loss(
+        outputs["lm_logits"],
+        batch["input_word_ids"],
+        batch["input_mask"],
+        (denominators or {}).get("next_token"),
+    )
+
+
 class PretrainingMetrics:
     """The original's evaluation metrics, accumulated over batches:
     masked_lm_accuracy and masked_lm_loss (weighted by masked_lm_weights), and
-    next_sentence_accuracy and next_sentence_loss (per example)."""
+    next_sentence_accuracy and next_sentence_loss (per example).
 
-    def __init__(self, next_sentence: bool = True):
-        self.next_sentence = next_sentence
+    objective="ltr": lm_accuracy and lm_loss instead, the same token accuracy and mean NLL over
+    the real next-token targets (see next_token_targets); no next-sentence metrics.
+    """
+
+    def __init__(self, next_sentence: bool = True, objective: str = "mlm"):
+        if objective not in ("mlm", "ltr"):
+            raise ValueError(f"objective must be 'mlm' or 'ltr', got {objective!r}")
+        self.objective = objective
+        self.next_sentence = next_sentence and objective == "mlm"
         self._sums = {
             name: tf.Variable(0.0, trainable=False, dtype=tf.float64)
             for name in (
-                "mlm_correct",
-                "mlm_nll",
-                "mlm_weight",
+                "token_correct",
+                "token_nll",
+                "token_weight",
                 "nsp_correct",
                 "nsp_nll",
                 "nsp_count",
@@ -105,12 +154,18 @@ class PretrainingMetrics:
             variable.assign(0.0)
 
     def update(self, outputs: dict, batch: dict):
-        weights = tf.cast(batch["masked_lm_weights"], tf.float32)
-        ids = tf.cast(batch["masked_lm_ids"], tf.int32)
-        predictions = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
-        self._add("mlm_correct", tf.reduce_sum(weights * tf.cast(predictions == ids, tf.float32)))
-        self._add("mlm_nll", tf.reduce_sum(weights * masked_lm_nll(outputs["mlm_logits"], ids)))
-        self._add("mlm_weight", tf.reduce_sum(weights))
+        if self.objective == "ltr":
+            logits, ids, weights = next_token_targets(
+                outputs["lm_logits"], batch["input_word_ids"], batch["input_mask"]
+            )
+        else:
+            logits = outputs["mlm_logits"]
+            weights = tf.cast(batch["masked_lm_weights"], tf.float32)
+            ids = tf.cast(batch["masked_lm_ids"], tf.int32)
+        predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
+        self._add("token_correct", tf.reduce_sum(weights * tf.cast(predictions == ids, tf.float32)))
+        self._add("token_nll", tf.reduce_sum(weights * masked_lm_nll(logits, ids)))
+        self._add("token_weight", tf.reduce_sum(weights))
         if self.next_sentence and "next_sentence_logits" in outputs:
             labels = tf.reshape(tf.cast(batch["next_sentence_labels"], tf.int32), [-1])
             logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
@@ -125,9 +180,10 @@ class PretrainingMetrics:
 
     def result(self) -> dict[str, float]:
         sums = {name: float(variable.numpy()) for name, variable in self._sums.items()}
+        prefix = "lm" if self.objective == "ltr" else "masked_lm"
         results = {
-            "masked_lm_accuracy": sums["mlm_correct"] / max(sums["mlm_weight"], 1e-12),
-            "masked_lm_loss": sums["mlm_nll"] / max(sums["mlm_weight"], 1e-12),
+            f"{prefix}_accuracy": sums["token_correct"] / max(sums["token_weight"], 1e-12),
+            f"{prefix}_loss": sums["token_nll"] / max(sums["token_weight"], 1e-12),
         }
         if self.next_sentence:
             results["next_sentence_accuracy"] = sums["nsp_correct"] / max(sums["nsp_count"], 1)

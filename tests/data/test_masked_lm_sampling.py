@@ -72,18 +72,67 @@ def test_properties(whole_word):
                     assert (position in chosen) == (position - 1 in chosen), (row, position)
 
 
-def test_80_10_10_split_and_rate():
+@pytest.mark.parametrize("shares", [(0.8, 0.1, 0.1), (0.5, 0.3, 0.2)])
+def test_replacement_split_and_rate(shares):
     ids, lengths = _batch(count=4000, seq=128)
-    options = _options(max_predictions_per_seq=40)
+    mask_share, random_share, keep_share = shares
+    options = _options(
+        max_predictions_per_seq=40,
+        mask_token_prob=mask_share,
+        random_token_prob=random_share,
+        keep_token_prob=keep_share,
+    )
     out = sample_masked_lm(ids, lengths, options, np.random.default_rng(2))
-    kinds = out.replacement_kind[out.replacement_kind >= 0]
+    valid = out.masked_lm_weights > 0
+    kinds = out.replacement_kind[valid]
     n = len(kinds)
     assert n > 35_000
-    for kind, share in ((0, 0.8), (1, 0.1), (2, 0.1)):
+    for kind, share in enumerate(shares):
         observed = (kinds == kind).mean()
         assert abs(observed - share) < 4 * np.sqrt(share * (1 - share) / n), (kind, observed)
-    positions_total = (out.masked_lm_weights > 0).sum()
+    # What the inputs hold agrees with the recorded kinds: [MASK], a token drawn from the
+    # whole vocab (the original token again with probability 1/VOCAB), the original token.
+    rows = np.nonzero(valid)[0]
+    inputs = out.input_ids[rows, out.masked_lm_positions[valid]]
+    labels = out.masked_lm_ids[valid]
+    assert np.all(inputs[kinds == 0] == MASK)
+    assert np.all(inputs[kinds == 2] == labels[kinds == 2])
+    assert (inputs[kinds == 1] == labels[kinds == 1]).mean() < 0.01
+    positions_total = valid.sum()
     assert positions_total == num_to_predict(lengths, options).sum()
+
+
+@pytest.mark.parametrize("whole_word", [False, True])
+def test_all_mask_and_all_keep(whole_word):
+    ids, lengths = _batch()
+    all_mask, keep = (
+        sample_masked_lm(
+            ids,
+            lengths,
+            _options(
+                whole_word_mask=whole_word,
+                mask_token_prob=mask_share,
+                random_token_prob=0.0,
+                keep_token_prob=1.0 - mask_share,
+            ),
+            np.random.default_rng(4),
+        )
+        for mask_share in (1.0, 0.0)
+    )
+    # The same predictions are chosen either way (the split only decides what replaces them).
+    np.testing.assert_array_equal(all_mask.masked_lm_positions, keep.masked_lm_positions)
+    np.testing.assert_array_equal(all_mask.masked_lm_weights, keep.masked_lm_weights)
+    valid = all_mask.masked_lm_weights > 0
+    assert valid.sum() > 1000
+    rows = np.nonzero(valid)[0]
+    positions = all_mask.masked_lm_positions[valid]
+    # 1/0/0: every prediction is [MASK], and nothing else changed.
+    assert np.all(all_mask.input_ids[rows, positions] == MASK)
+    assert (all_mask.input_ids != ids).sum() == valid.sum()
+    # 0/0/1: the inputs are unchanged, the labels are still recorded.
+    np.testing.assert_array_equal(keep.input_ids, ids)
+    np.testing.assert_array_equal(keep.masked_lm_ids[valid], ids[rows, positions])
+    assert np.all(keep.replacement_kind[valid] == 2)
 
 
 def test_num_to_predict_rounds_half_to_even_like_python():
@@ -110,7 +159,13 @@ def test_per_word_decisions_and_ngrams():
 def test_invalid_options():
     with pytest.raises(ValueError, match="masked_lm_prob"):
         _options(masked_lm_prob=0.0)
-    with pytest.raises(ValueError, match="exceeds 1"):
+    with pytest.raises(ValueError, match=r"keep_token_prob \(0.1\) = 1.2; .* must sum to 1"):
         _options(mask_token_prob=0.9, random_token_prob=0.2)
+    # Only the [MASK] share changed: the other two keep their defaults, so the sum is off.
+    with pytest.raises(ValueError, match=r"mask_token_prob \(1\) .* = 1.2"):
+        _options(mask_token_prob=1.0)
+    with pytest.raises(ValueError, match=r"random_token_prob must be in \[0, 1\], got -0.1"):
+        _options(mask_token_prob=1.0, random_token_prob=-0.1, keep_token_prob=0.1)
+    _options(mask_token_prob=0.7, random_token_prob=0.2, keep_token_prob=0.1 + 5e-7)  # within 1e-6
     with pytest.raises(ValueError, match="need is_continuation"):
         _options(is_continuation=None, whole_word_mask=True)

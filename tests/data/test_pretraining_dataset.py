@@ -6,7 +6,11 @@ from official_bert.data.pretraining_data_writer import (
     PretrainingDataSettings,
     write_pretraining_examples,
 )
-from official_bert.data.pretraining_dataset import inspect_pretraining_file, pretraining_dataset
+from official_bert.data.pretraining_dataset import (
+    inspect_pretraining_file,
+    pretraining_dataset,
+    restore_masked_tokens,
+)
 from tests.conftest import REPO_ROOT
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
@@ -86,3 +90,62 @@ def test_length_mismatch_names_both(files):
         pretraining_dataset(str(original), 4, 128, 76)
     with pytest.raises(FileNotFoundError, match="no file matches"):
         pretraining_dataset(str(original) + "-nothing*", 4, 128, 20)
+
+
+def test_restore_masked_tokens_by_hand():
+    batch = {
+        "input_word_ids": tf.constant([[101, 103, 7, 103, 102, 0], [101, 9, 55, 102, 0, 0]]),
+        "input_mask": tf.constant([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 0, 0]]),
+        "input_type_ids": tf.zeros([2, 6], tf.int32),
+        # Row 0: [MASK] at 1 and 3, and 2 kept as is (label = input); a padding slot (weight 0)
+        # points at position 0 with label 0. Row 1: a random token (55) at 2.
+        "masked_lm_positions": tf.constant([[1, 2, 3, 0], [2, 0, 0, 0]]),
+        "masked_lm_ids": tf.constant([[20, 7, 30, 0], [40, 0, 0, 0]]),
+        "masked_lm_weights": tf.constant([[1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]]),
+        "next_sentence_labels": tf.constant([[0], [1]]),
+    }
+    restored = restore_masked_tokens(batch)
+    assert sorted(restored) == ["input_mask", "input_type_ids", "input_word_ids"]
+    assert restored["input_word_ids"].numpy().tolist() == [
+        [101, 20, 7, 30, 102, 0],
+        [101, 9, 40, 102, 0, 0],
+    ]
+
+
+def test_restored_inputs_equal_unmasked_records(minilm_dir, tmp_path):
+    """Records masked 80/10/10 and records written with the same seed but every prediction left
+    unchanged (0/0/1) hold the same instances and predictions; restoring the first gives the
+    input_ids of the second, exactly."""
+    paths = {}
+    for name, shares in (("masked", (0.8, 0.1, 0.1)), ("unchanged", (0.0, 0.0, 1.0))):
+        paths[name] = str(tmp_path / f"{name}.tfrecord")
+        write_pretraining_examples(
+            [str(CORPUS)],
+            [paths[name]],
+            PretrainingDataSettings(
+                vocab_file=str(minilm_dir / "vocab.txt"),
+                dupe_factor=2,
+                max_seq_length=64,
+                max_predictions_per_seq=10,
+                next_sentence=False,
+                mask_token_prob=shares[0],
+                random_token_prob=shares[1],
+                keep_token_prob=shares[2],
+            ),
+            num_workers=1,
+        )
+
+    def read(name, restore):
+        dataset = pretraining_dataset(
+            paths[name], 1000, 64, 10, is_training=False, restore_original_tokens=restore
+        )
+        return next(iter(dataset))
+
+    masked, unchanged = read("masked", False), read("unchanged", False)
+    restored = read("masked", True)
+    assert sorted(restored) == ["input_mask", "input_type_ids", "input_word_ids"]
+    np.testing.assert_array_equal(masked["masked_lm_positions"], unchanged["masked_lm_positions"])
+    changed = (masked["input_word_ids"] != unchanged["input_word_ids"]).numpy().sum()
+    assert changed > 0.8 * masked["masked_lm_weights"].numpy().sum()  # the inputs were masked
+    np.testing.assert_array_equal(restored["input_word_ids"], unchanged["input_word_ids"])
+    np.testing.assert_array_equal(restored["input_mask"], masked["input_mask"])

@@ -34,3 +34,17 @@ def test_masked_lm_head_without_embedding_is_a_clear_error():
     head = MaskedLMHead(vocab_size=30, hidden_size=8)
     with pytest.raises(ValueError, match="needs `token_embedding`"):
         head.build()
+
+
+def test_without_positions_the_head_predicts_at_every_position():
+    """masked_positions=None (a left-to-right LM): the logits of every position, equal to
+    gathering all positions."""
+    embedding = keras.layers.Embedding(30, 8)
+    embedding.build((None, None))
+    head = MaskedLMHead(vocab_size=30, hidden_size=8, token_embedding=embedding)
+    head.build()
+    sequence = np.random.default_rng(2).normal(size=(2, 5, 8)).astype(np.float32)
+    every = np.asarray(head(sequence))
+    assert every.shape == (2, 5, 30) == head.compute_output_shape((2, 5, 8))
+    all_positions = np.tile(np.arange(5, dtype=np.int32), (2, 1))
+    np.testing.assert_allclose(every, np.asarray(head(sequence, all_positions)), atol=1e-6)

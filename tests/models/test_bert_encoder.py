@@ -49,12 +49,14 @@ def test_outputs_dict_shapes_and_layers(tiny_encoder):
     )
 
 
-def test_padding_does_not_change_real_positions(tiny_encoder):
+@pytest.mark.parametrize("causal", [False, True])
+def test_padding_does_not_change_real_positions(causal):
+    encoder = BertEncoder(**tiny_encoder_kwargs(causal=causal))
     inputs = random_inputs()
     changed = {k: v.copy() for k, v in inputs.items()}
     changed["input_word_ids"][1, 12:] = 7  # row 1 is padded from 12 on
-    a = tiny_encoder(inputs)["sequence_output"].numpy()
-    b = tiny_encoder(changed)["sequence_output"].numpy()
+    a = encoder(inputs)["sequence_output"].numpy()
+    b = encoder(changed)["sequence_output"].numpy()
     np.testing.assert_allclose(a[1, :12], b[1, :12], atol=1e-6)
 
 
@@ -157,3 +159,37 @@ def test_from_bert_config_uses_every_field():
     assert (encoder.type_vocab_size, encoder.initializer_range) == (3, 0.05)
     assert encoder.layer_norm_epsilon == 1e-6
     assert keras.saving.get_registered_name(BertEncoder) == "official_bert>BertEncoder"
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_causal_encoder_never_looks_ahead(causal):
+    """causal=True (the LTR ablation): changing the tokens after position i leaves the outputs
+    at positions <= i unchanged, in every layer, while later outputs change. The bidirectional
+    encoder, run on the same inputs, changes the earlier outputs too (so the check can fail)."""
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(**tiny_encoder_kwargs(causal=causal))
+    encoder.build()
+    inputs = random_inputs(batch=4, seq=16)  # rows 1 and 3 padded from position 12 on
+    for i in (0, 5, 10):
+        perturbed = {k: v.copy() for k, v in inputs.items()}
+        # Every later token becomes another id in [1, 99].
+        later_ids = perturbed["input_word_ids"][:, i + 1 :]
+        perturbed["input_word_ids"][:, i + 1 :] = (later_ids + 7) % 99 + 1
+        before = encoder(inputs, training=False)
+        after = encoder(perturbed, training=False)
+        for a, b in zip(before["encoder_outputs"], after["encoder_outputs"], strict=True):
+            a, b = np.asarray(a), np.asarray(b)
+            earlier = np.abs(a[:, : i + 1] - b[:, : i + 1]).max()
+            later = np.abs(a[:, i + 1 : 12] - b[:, i + 1 : 12]).max()
+            assert later > 1e-3, (i, later)
+            if causal:
+                assert earlier <= 1e-6, (i, earlier)
+            else:
+                assert earlier > 1e-3, (i, earlier)
+
+
+def test_causal_is_in_the_config():
+    encoder = BertEncoder(**tiny_encoder_kwargs(causal=True))
+    assert encoder.get_config()["causal"] is True
+    assert BertEncoder.from_config(encoder.get_config()).causal
+    assert BertEncoder(**tiny_encoder_kwargs()).get_config()["causal"] is False

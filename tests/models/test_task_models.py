@@ -65,3 +65,32 @@ def test_span_labeler(tmp_path):
     outputs = model(inputs)
     assert outputs["start_logits"].shape == (3, 16) and outputs["end_logits"].shape == (3, 16)
     _round_trip(model, inputs, tmp_path)
+
+
+def test_left_to_right_pretrainer(tmp_path):
+    """objective="ltr": next-token logits at every position from the same tied head, no
+    masked_lm_positions read, no next-sentence head; a causal encoder is required."""
+    encoder = BertEncoder(**tiny_encoder_kwargs(causal=True))
+    model = BertPretrainer(encoder, use_next_sentence_label=False, objective="ltr")
+    model.build()
+    inputs = random_inputs()
+    outputs = model(inputs)
+    assert outputs["lm_logits"].shape == (3, 16, 100)
+    assert "mlm_logits" not in outputs and "next_sentence_logits" not in outputs
+    assert model.masked_lm.token_embedding.embeddings is model.encoder.token_embedding.embeddings
+    # The head at all positions is the MLM head gathered at all positions.
+    every_position = np.tile(np.arange(16, dtype=np.int32), (3, 1))
+    np.testing.assert_allclose(
+        outputs["lm_logits"],
+        model.masked_lm(outputs["sequence_output"], every_position),
+        atol=1e-6,
+    )
+    loaded = _round_trip(model, inputs, tmp_path)
+    assert loaded.objective == "ltr" and loaded.encoder.causal
+
+    with pytest.raises(ValueError, match="needs a causal encoder"):
+        BertPretrainer(_encoder(), use_next_sentence_label=False, objective="ltr")
+    with pytest.raises(ValueError, match="pass use_next_sentence_label=False"):
+        BertPretrainer(BertEncoder(**tiny_encoder_kwargs(causal=True)), objective="ltr")
+    with pytest.raises(ValueError, match="objective must be 'mlm' or 'ltr'"):
+        BertPretrainer(_encoder(), objective="clm")

@@ -1,5 +1,6 @@
 """run_pretraining end to end on the original release's sample text (tiny model)."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from official_bert.data.pretraining_data_writer import (
 from official_bert.data.pretraining_dataset import pretraining_dataset
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.pretraining import PretrainingOptions, run_pretraining
+from official_bert.training.pretraining_objective import masked_lm_loss, pretraining_loss
 from tests.conftest import REPO_ROOT, SHARED
 
 TINY = dict(
@@ -116,22 +118,58 @@ def test_script_flags_and_bad_lengths(sample_records, tmp_path):
     assert "max_seq_length = 128, but --max_seq_length=64" in result.stderr
 
 
-@pytest.fixture(scope="module")
-def short_sample_records(minilm_dir, tmp_path_factory):
-    """The sample text as two files of 32-token examples (5 predictions): fast runs."""
+def _write_short_sample_records(minilm_dir, folder, **settings):
+    """The sample text as two files of 32-token examples (5 predictions); returns their
+    comma-separated paths."""
     text = SHARED / "data" / "text" / "bert_sample_text.txt"
     if not text.exists():
         pytest.skip(f"not present: {text}")
-    folder = tmp_path_factory.mktemp("short_sample")
     paths = [str(folder / f"examples-{i}.tfrecord") for i in range(2)]
     settings = PretrainingDataSettings(
         vocab_file=str(minilm_dir / "vocab.txt"),
         max_seq_length=32,
         max_predictions_per_seq=5,
         dupe_factor=2,
+        **settings,
     )
     write_pretraining_examples([str(text)], paths, settings, num_workers=1)
     return ",".join(paths)
+
+
+@pytest.fixture(scope="module")
+def short_sample_records(minilm_dir, tmp_path_factory):
+    """The sample text as two files of 32-token examples (5 predictions): fast runs."""
+    return _write_short_sample_records(minilm_dir, tmp_path_factory.mktemp("short_sample"))
+
+
+@pytest.fixture(scope="module")
+def short_single_segment_records(minilm_dir, tmp_path_factory):
+    """As short_sample_records, one segment per example (create_pretraining_data --no_nsp)."""
+    return _write_short_sample_records(
+        minilm_dir, tmp_path_factory.mktemp("short_single_segment"), next_sentence=False
+    )
+
+
+def _tiny_config_file(folder):
+    """bert_config.json of an L2 H32 I64 model (the MiniLM vocab): seconds per run."""
+    path = folder / "bert_config.json"
+    BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64}).to_json_file(str(path))
+    return path
+
+
+def _script_command(records, output_dir, config, *flags):
+    """run_pretraining.py on 32-token records with 5 predictions, batch 8, and `flags`."""
+    return [
+        sys.executable,
+        str(REPO_ROOT / "run_pretraining.py"),
+        f"--input_file={records}",
+        f"--output_dir={output_dir}",
+        f"--bert_config_file={config}",
+        "--max_seq_length=32",
+        "--max_predictions_per_seq=5",
+        "--train_batch_size=8",
+        *flags,
+    ]
 
 
 def _checkpoint_values(prefix) -> dict:
@@ -151,20 +189,14 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
     and input order; the checkpoint holds the dropout random states and the number of batches
     read, which the resumed run skips, so it sees the batches and masks the killed one would
     have; CPU kernels are deterministic here (no enable_op_determinism needed)."""
-    config = tmp_path / "bert_config.json"
-    BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64}).to_json_file(str(config))
+    config = _tiny_config_file(tmp_path)
 
     def command(output_dir):
-        return [
-            sys.executable,
-            str(REPO_ROOT / "run_pretraining.py"),
-            f"--input_file={short_sample_records}",
-            f"--output_dir={output_dir}",
+        return _script_command(
+            short_sample_records,
+            output_dir,
+            config,
             "--do_train",
-            f"--bert_config_file={config}",
-            "--max_seq_length=32",
-            "--max_predictions_per_seq=5",
-            "--train_batch_size=8",
             "--learning_rate=1e-3",
             "--num_train_steps=60",
             "--num_warmup_steps=5",
@@ -173,7 +205,7 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
             "--seed=3",
             # Also the flag's way into the runner: updates of 8 as 2 micro-batches of 4.
             "--gradient_accumulation_steps=2",
-        ]
+        )
 
     def run(output_dir):
         result = subprocess.run(
@@ -255,3 +287,104 @@ def test_masked_lm_loss_falls_on_wikitext(wikitext_records, tmp_path):
     assert losses[-1] < losses[0] - 1.5, losses
     # Still falling after the first drop (the unigram statistics), not only that drop.
     assert np.mean(losses[-2:]) < np.mean(losses[1:3]) - 0.2, losses
+
+
+def _run_script(command):
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+
+
+def _eval_results(output_dir) -> dict:
+    lines = (output_dir / "eval_results.txt").read_text().splitlines()
+    return {key: float(value) for key, value in (line.split(" = ") for line in lines)}
+
+
+def test_left_to_right_objective_trains(short_single_segment_records, tmp_path):
+    """--objective=ltr (the paper's "LTR & No NSP"): the loss is finite and falls over 30
+    steps, eval_results.txt has lm_accuracy / lm_loss, no next-sentence head is written.
+    Measured (L2 H32 I64, batch 8, lr 3e-3): loop means 10.21, 8.44, 6.05, 5.31, 5.05, 4.90."""
+    config = _tiny_config_file(tmp_path)
+    output = tmp_path / "ltr"
+    result = _run_script(
+        _script_command(
+            short_single_segment_records,
+            output,
+            config,
+            "--objective=ltr",
+            "--do_train",
+            "--do_eval",
+            "--learning_rate=3e-3",
+            "--num_train_steps=30",
+            "--num_warmup_steps=5",
+            "--iterations_per_loop=5",
+            "--log_steps=5",
+            "--max_eval_steps=5",
+            "--seed=1",
+        )
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "--objective=ltr: next-sentence prediction is off" in result.stderr
+    losses = [float(x) for x in re.findall(r"step \d+/30: loss ([-\w.]+)", result.stderr)]
+    assert len(losses) == 6 and np.all(np.isfinite(losses)), losses
+    assert losses[-1] < losses[0] - 2.0, losses
+    assert np.all(np.diff(losses) < 0), losses
+    results = _eval_results(output)
+    assert set(results) == {"lm_accuracy", "lm_loss", "global_step"}, results
+    assert results["global_step"] == 30
+    assert 0.0 < results["lm_accuracy"] < 1.0 and results["lm_loss"] < losses[0]
+    names = [name for name, _ in tf.train.list_variables(str(output / "bert_model.ckpt"))]
+    assert "cls/predictions/output_bias" in names
+    assert not any(name.startswith("cls/seq_relationship") for name in names)
+
+    # Asking for next-sentence prediction with the LTR objective is refused.
+    refused = _run_script(
+        _script_command(
+            short_single_segment_records,
+            tmp_path / "refused",
+            config,
+            "--objective=ltr",
+            "--use_next_sentence_label=true",
+            "--do_train",
+        )
+    )
+    assert refused.returncode != 0
+    assert "--use_next_sentence_label=true cannot go with it" in refused.stderr
+
+
+def test_mlm_only_has_no_next_sentence_head_nor_loss(short_single_segment_records, tmp_path):
+    """use_next_sentence_label=False (the paper's "No NSP"; the script's flag passes it
+    through): no next-sentence head in the model or the checkpoint, the loss is the MLM loss
+    alone, eval_results.txt has no next-sentence keys."""
+    config = BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64})
+    output = tmp_path / "mlm_only"
+    result = run_pretraining(
+        _options(
+            short_single_segment_records,
+            output,
+            bert_config=config,
+            use_next_sentence_label=False,
+            max_seq_length=32,
+            max_predictions_per_seq=5,
+            train_batch_size=8,
+            num_train_steps=10,
+            num_warmup_steps=2,
+            steps_per_loop=5,
+            max_eval_steps=5,
+        )
+    )
+    assert np.all(np.isfinite([loss for _, loss in result["history"]]))
+    assert set(_eval_results(output)) == {"masked_lm_accuracy", "masked_lm_loss", "global_step"}
+    names = [name for name, _ in tf.train.list_variables(str(output / "bert_model.ckpt"))]
+    assert "cls/predictions/output_bias" in names
+    assert not any(name.startswith("cls/seq_relationship") for name in names)
+    # The trained model has no NSP output, so the training loss is the MLM loss alone.
+    model = BertPretrainer(BertEncoder.from_bert_config(config), use_next_sentence_label=False)
+    model.build()
+    load_bert_weights(model, str(output / "bert_model.ckpt"))
+    batch = next(iter(pretraining_dataset(short_single_segment_records, 8, 32, 5, False)))
+    outputs = model(batch, training=False)
+    assert "next_sentence_logits" not in outputs
+    np.testing.assert_allclose(
+        pretraining_loss(outputs, batch),
+        masked_lm_loss(outputs["mlm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"]),
+        rtol=1e-6,
+    )

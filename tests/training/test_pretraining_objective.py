@@ -3,6 +3,9 @@ import tensorflow as tf
 
 from official_bert.training.pretraining_objective import (
     PretrainingMetrics,
+    left_to_right_lm_loss,
+    left_to_right_loss,
+    left_to_right_loss_denominators,
     masked_lm_loss,
     next_sentence_loss,
     pretraining_loss,
@@ -61,3 +64,74 @@ def test_metrics_accumulate_weighted_over_batches():
     np.testing.assert_allclose(result["next_sentence_loss"], nsp_nll / 6, rtol=1e-5)
     metrics.reset()
     assert metrics.result()["masked_lm_accuracy"] == 0.0
+
+
+def _left_to_right_batch(seed=0):
+    """Logits [3, 6, 11] and ids of three rows of 6, 4 and 2 real tokens."""
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(3, 6, 11)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0], [1, 1, 0, 0, 0, 0]], np.int32)
+    ids = rng.integers(1, 11, (3, 6)).astype(np.int32) * mask
+    return logits, ids, mask
+
+
+def _next_token_nlls(logits, ids, mask):
+    """Hand-computed: -log p(ids[b, t + 1] | logits[b, t]) for every real target t + 1."""
+    log_probs = _log_softmax(logits.astype(np.float64))
+    return [
+        -log_probs[b, t, ids[b, t + 1]]
+        for b in range(ids.shape[0])
+        for t in range(ids.shape[1] - 1)
+        if mask[b, t + 1]
+    ]
+
+
+def test_left_to_right_loss_is_the_mean_next_token_nll_without_padding():
+    logits, ids, mask = _left_to_right_batch()
+    nlls = _next_token_nlls(logits, ids, mask)
+    assert len(nlls) == 5 + 3 + 1
+    # The mean, with masked_lm_loss's guard on the denominator (the original's + 1e-5).
+    expected = np.sum(nlls) / (len(nlls) + 1e-5)
+    np.testing.assert_allclose(left_to_right_lm_loss(logits, ids, mask), expected, rtol=1e-6)
+    batch = {"input_word_ids": ids, "input_mask": mask}
+    np.testing.assert_allclose(
+        left_to_right_loss({"lm_logits": logits}, batch), expected, rtol=1e-6
+    )
+    # Padding logits and padding ids play no part.
+    noisy_logits, noisy_ids = logits.copy(), ids.copy()
+    noisy_logits[1, 3:] += 100.0 * np.random.default_rng(1).normal(size=(3, 11))
+    noisy_ids[2, 2:] = 9
+    np.testing.assert_allclose(
+        left_to_right_lm_loss(noisy_logits, noisy_ids, mask), expected, rtol=1e-6
+    )
+    # Two halves with the whole batch's denominator sum to the whole batch's loss.
+    denominator = left_to_right_loss_denominators(batch)["next_token"]
+    assert float(denominator) == 9.0
+    halves = [
+        left_to_right_loss(
+            {"lm_logits": logits[part]},
+            {"input_word_ids": ids[part], "input_mask": mask[part]},
+            denominators={"next_token": denominator},
+        )
+        for part in (slice(0, 1), slice(1, 3))
+    ]
+    np.testing.assert_allclose(sum(halves), expected, rtol=1e-6)
+
+
+def test_left_to_right_metrics():
+    metrics = PretrainingMetrics(next_sentence=True, objective="ltr")
+    correct, nlls = 0, []
+    for seed in (0, 1):
+        logits, ids, mask = _left_to_right_batch(seed)
+        metrics.update(
+            {"lm_logits": tf.constant(logits)}, {"input_word_ids": ids, "input_mask": mask}
+        )
+        nlls += _next_token_nlls(logits, ids, mask)
+        predicted = logits.argmax(-1)
+        correct += sum(
+            predicted[b, t] == ids[b, t + 1] for b in range(3) for t in range(5) if mask[b, t + 1]
+        )
+    result = metrics.result()
+    assert sorted(result) == ["lm_accuracy", "lm_loss"]  # no next-sentence metrics
+    np.testing.assert_allclose(result["lm_accuracy"], correct / len(nlls), rtol=1e-6)
+    np.testing.assert_allclose(result["lm_loss"], np.mean(nlls), rtol=1e-5)
