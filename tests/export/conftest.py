@@ -1,58 +1,11 @@
-"""A tiny BERT with real words in its vocabulary, written as an original TF1 checkpoint, and its
-TF Hub exports (encoder, encoder + MLM, preprocessor), made once per test session."""
+"""The TF Hub exports (encoder, encoder + MLM, preprocessor) of the tiny BERT checkpoint
+(tests/conftest.py's tiny_checkpoint_dir), made once per test session."""
 
 import os
 
 import pytest
 
-# 5 special tokens, then words and pieces: 100 lines, the tiny model's vocab_size.
-TINY_WORDS = (
-    "the a is of and to in good bad movie film great awful fun dull plot actor story loved hated "
-    "boring brilliant quick brown fox jump over lazy dog hello world this that it was not very "
-    "really best worst ever seen time , . ! ? ' ##s ##ing ##ed ##ly"
-).split()
-
-
-def write_tiny_vocab(path) -> list[str]:
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + TINY_WORDS
-    tokens += [f"[unused{index}]" for index in range(100 - len(tokens))]
-    path.write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
-    return tokens
-
-
-def tiny_bert_config(**overrides):
-    from official_bert.config import BertConfig
-
-    values = dict(
-        vocab_size=100,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=64,
-        type_vocab_size=2,
-    )
-    values.update(overrides)
-    return BertConfig(**values)
-
-
-@pytest.fixture(scope="session")
-def tiny_checkpoint_dir(tmp_path_factory):
-    """bert_model.ckpt (encoder + MLM + NSP heads, random weights), bert_config.json, vocab.txt."""
-    import keras
-
-    from official_bert.checkpoints import save_bert_weights
-    from official_bert.models import BertEncoder, BertPretrainer
-
-    directory = tmp_path_factory.mktemp("tiny_bert")
-    write_tiny_vocab(directory / "vocab.txt")
-    config = tiny_bert_config()
-    config.to_json_file(str(directory / "bert_config.json"))
-    keras.utils.set_random_seed(1)
-    model = BertPretrainer(BertEncoder.from_bert_config(config))
-    model.build()
-    save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
-    return directory
+from tests.tiny_data import tiny_bert_config
 
 
 @pytest.fixture(scope="session")

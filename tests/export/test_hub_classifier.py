@@ -8,29 +8,13 @@ import numpy as np
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-
-POSITIVE = ["good", "great", "fun", "loved", "brilliant", "best"]
-NEGATIVE = ["bad", "awful", "dull", "hated", "boring", "worst"]
-FILLER = ["the", "movie", "film", "plot", "story", "actor", "was", "very", "really", "it"]
-
-
-def _write_task(directory, seed=0):
-    """A sentiment task in the generic TSV layout (header, text, label), words of the tiny vocab."""
-    rng = np.random.default_rng(seed)
-    for split, count in (("train", 64), ("dev", 32)):
-        lines = ["sentence\tlabel"]
-        for index in range(count):
-            label = index % 2
-            words = list(rng.choice(FILLER, size=4)) + [rng.choice((NEGATIVE, POSITIVE)[label])]
-            rng.shuffle(words)
-            lines.append(f"{' '.join(words)}\t{'pos' if label else 'neg'}")
-        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+from tests.tiny_data import write_tiny_task
 
 
 def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    _write_task(data_dir)
+    write_tiny_task(data_dir)
     output_dir = tmp_path / "output"
     handle = tiny_exports["model"]
     # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
