@@ -4,5 +4,12 @@ from official_bert.models.bert_classifier import BertClassifier
 from official_bert.models.bert_encoder import BertEncoder
 from official_bert.models.bert_pretrainer import BertPretrainer
 from official_bert.models.bert_span_labeler import BertSpanLabeler
+from official_bert.models.multitask_classifier import MultiTaskClassifier
 
-__all__ = ["BertClassifier", "BertEncoder", "BertPretrainer", "BertSpanLabeler"]
+__all__ = [
+    "BertClassifier",
+    "BertEncoder",
+    "BertPretrainer",
+    "BertSpanLabeler",
+    "MultiTaskClassifier",
+]
