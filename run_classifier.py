@@ -9,44 +9,24 @@
 
 from absl import app, flags
 
-from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.data.classifier_examples import processor_names
 from official_bert.training.classifier_finetuning import (
     FEATURE_MODES,
     ClassifierOptions,
     run_classifier,
 )
-from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
+from official_bert.training.finetuning_flags import define_finetuning_flags, finetuning_flag_values
 
 FLAGS = flags.FLAGS
 
-# === The original flags ===
+# The original model, data and training flags, the runner's flags, --seed, --trim_padding, ...
+define_finetuning_flags()
+# === The original flags of one task ===
 flags.DEFINE_string("data_dir", None, "The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
-flags.DEFINE_string(
-    "bert_config_file", None, "bert_config.json (default: the one beside init_checkpoint)."
-)
 flags.DEFINE_string("task_name", None, f"The task: one of {processor_names()}.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (default: beside the config).")
-flags.DEFINE_string("output_dir", None, "Checkpoints, records, results and the export go here.")
-flags.DEFINE_string("init_checkpoint", None, "Initial weights: TF1, safetensors or ours.")
-flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
-flags.DEFINE_integer("max_seq_length", 128, "Wordpieces per example, after packing.")
-flags.DEFINE_bool("do_train", False, "Whether to train.")
-flags.DEFINE_bool("do_eval", False, "Whether to evaluate on the dev set.")
 flags.DEFINE_bool("do_predict", False, "Whether to predict the test set (test_results.tsv).")
-flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
-flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
 flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
-flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
-flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
-flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
-define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
 # === TF2 flags ===
-flags.DEFINE_integer("seed", None, "Seed of the classifier's initialization, dropout, shuffling.")
-flags.DEFINE_integer("max_train_examples", 0, "Train on the first N examples only (0: all).")
-flags.DEFINE_bool(
-    "trim_padding", True, "Cut each batch to its longest example (same results, faster; not TPU)."
-)
 flags.DEFINE_string(
     "hub_module_handle",
     None,
@@ -93,48 +73,22 @@ def _processor_kwargs() -> dict:
 
 
 def main(_):
-    config_file = FLAGS.bert_config_file or find_bert_config(FLAGS.init_checkpoint)
-    vocab_file = FLAGS.vocab_file
-    do_lower_case = FLAGS.do_lower_case
+    module_defaults = {}
     if FLAGS.hub_module_handle:
         from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
 
         module = read_exported_encoder_settings(FLAGS.hub_module_handle)
-        config_file = FLAGS.bert_config_file or module["bert_config_file"]
-        vocab_file = vocab_file or module["vocab_file"]
-        if not FLAGS["do_lower_case"].present:
-            do_lower_case = module["do_lower_case"]
-    if not config_file:
-        raise app.UsageError("--bert_config_file is required (none found beside init_checkpoint)")
-    if not vocab_file:
-        import os
-
-        vocab_file = os.path.join(os.path.dirname(config_file), "vocab.txt")
+        module_defaults = {
+            name: module[name] for name in ("bert_config_file", "vocab_file", "do_lower_case")
+        }
     run_classifier(
         ClassifierOptions(
-            bert_config=read_bert_config(config_file),
-            bert_config_file=config_file,
+            **finetuning_flag_values(**module_defaults),
             task_name=FLAGS.task_name,
             data_dir=FLAGS.data_dir,
-            vocab_file=vocab_file,
-            output_dir=FLAGS.output_dir,
-            init_checkpoint=FLAGS.init_checkpoint,
-            **runner_flag_values(),
-            do_lower_case=do_lower_case,
-            max_seq_length=FLAGS.max_seq_length,
-            do_train=FLAGS.do_train,
-            do_eval=FLAGS.do_eval,
             do_predict=FLAGS.do_predict,
-            train_batch_size=FLAGS.train_batch_size,
-            eval_batch_size=FLAGS.eval_batch_size,
             predict_batch_size=FLAGS.predict_batch_size,
-            learning_rate=FLAGS.learning_rate,
-            num_train_epochs=FLAGS.num_train_epochs,
-            warmup_proportion=FLAGS.warmup_proportion,
-            seed=FLAGS.seed,
             processor_kwargs=_processor_kwargs(),
-            max_train_examples=FLAGS.max_train_examples,
-            trim_padding=FLAGS.trim_padding,
             export_dir=FLAGS.export_dir,
             hub_module_handle=FLAGS.hub_module_handle,
             feature_mode=FLAGS.feature_mode,

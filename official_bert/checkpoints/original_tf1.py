@@ -123,7 +123,14 @@ def write_original_checkpoint(model, prefix: str, write_state: bool = True) -> s
     Returns:
       The prefix written.
     """
-    entries = model_entries(model)
+    return write_original_entries(model_entries(model), prefix, write_state)
+
+
+def write_original_entries(
+    entries: list[WeightEntry], prefix: str, write_state: bool = True
+) -> str:
+    """Writes the weights of `entries` (model_entries of a model, or a part of them such as one
+    head's) under their original names at `prefix`, as write_original_checkpoint."""
     # tf.io.gfile, not os: the prefix may be on Cloud Storage (gs://), as for a Cloud TPU.
     directory = os.path.dirname(prefix if "://" in prefix else os.path.abspath(prefix))
     basename = os.path.basename(prefix)
@@ -158,6 +165,28 @@ def write_checkpoint_state(directory: str, basename: str) -> None:
         os.path.join(directory, "checkpoint"),
         f'model_checkpoint_path: "{basename}"\nall_model_checkpoint_paths: "{basename}"\n',
     )
+
+
+def read_original_entries(path: str, entries: list[WeightEntry], owner) -> None:
+    """Assigns each of `entries` (e.g. one head's) from the name-based checkpoint at `path`;
+    `owner` is the model or layer they belong to (named in errors).
+
+    Raises:
+      CheckpointMismatchError: naming every entry the checkpoint lacks or holds in another shape.
+    """
+    prefix = resolve_checkpoint_prefix(path)
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    missing = [f"{e.tf1_name} {list(e.tf1_shape)}" for e in entries if e.tf1_name not in shapes]
+    mis_shaped = [
+        f"{e.tf1_name}: checkpoint {shapes[e.tf1_name]}, model expects {list(e.tf1_shape)}"
+        for e in entries
+        if e.tf1_name in shapes and tuple(shapes[e.tf1_name]) != tuple(e.tf1_shape)
+    ]
+    raise_if_mismatched(f"checkpoint {prefix}", owner, missing, mis_shaped, [])
+    for entry in entries:
+        value = entry.to_model_value(reader.get_tensor(entry.tf1_name))
+        entry.variable.assign(value.astype(entry.variable.dtype))
 
 
 def read_checkpoint_arrays(path: str) -> dict[str, np.ndarray]:

@@ -140,6 +140,12 @@ def _output_weights(prefix, dense, hidden, num_classes, part):
     ]
 
 
+def classifier_head_entries(head, hidden_size: int) -> list[WeightEntry]:
+    """A ClassificationHead's weights under run_classifier.py's names: `output_weights`
+    [num_classes, hidden_size] and `output_bias` [num_classes]."""
+    return _output_weights("", head.dense, hidden_size, head.num_classes, "classifier")
+
+
 def model_entries(model) -> list[WeightEntry]:
     """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler).
 
@@ -176,9 +182,7 @@ def model_entries(model) -> list[WeightEntry]:
                 "cls/seq_relationship/", model.next_sentence.dense, hidden, 2, "next_sentence"
             )
     elif isinstance(model, BertClassifier):
-        entries += _output_weights(
-            "", model.classifier.dense, hidden, model.num_classes, "classifier"
-        )
+        entries += classifier_head_entries(model.classifier, hidden)
     elif isinstance(model, BertSpanLabeler):
         entries += _output_weights("cls/squad/", model.span.dense, hidden, 2, "span")
     else:

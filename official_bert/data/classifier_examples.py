@@ -190,6 +190,9 @@ def register_processor(task_name: str):
 
 
 def processor_names() -> list[str]:
+    """The registered task names (the GLUE tasks, XNLI, generic, and any registered since)."""
+    import official_bert.data.glue_processors  # noqa: F401  (registers the GLUE tasks)
+
     return sorted(_PROCESSORS)
 
 

@@ -5,6 +5,7 @@ from official_bert.models.bert_encoder import BertEncoder
 from official_bert.models.bert_pretrainer import BertPretrainer
 from official_bert.models.bert_span_labeler import BertSpanLabeler
 from official_bert.models.feature_based_classifier import FeatureBasedClassifier
+from official_bert.models.multitask_classifier import MultiTaskClassifier
 
 __all__ = [
     "BertClassifier",
@@ -12,4 +13,5 @@ __all__ = [
     "BertPretrainer",
     "BertSpanLabeler",
     "FeatureBasedClassifier",
+    "MultiTaskClassifier",
 ]

@@ -8,15 +8,13 @@ import time
 
 import keras
 import numpy as np
-import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig, check_vocab_matches_config, write_text_atomically
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.classifier_examples import get_processor
-from official_bert.data.classifier_features import prepare_classifier_records
+from official_bert.data.classifier_examples import DataProcessor, get_processor
+from official_bert.data.classifier_features import ClassifierRecords, prepare_classifier_records
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
 from official_bert.export.exported_bert_encoder import ExportedBertEncoder
@@ -28,10 +26,16 @@ from official_bert.training.classifier_objective import (
     mean_eval_loss,
     softmax,
 )
-from official_bert.training.distribution import create_strategy
-from official_bert.training.optimization import create_optimizer
+from official_bert.training.finetuning import (
+    FinetuningSetup,
+    epoch_train_steps,
+    finetuning_runner,
+    load_init_checkpoint,
+    start_finetuning,
+    train_dataset_fn,
+)
 from official_bert.training.prediction import predict
-from official_bert.training.runner import Runner, RunnerSettings, write_eval_results
+from official_bert.training.runner import write_eval_results
 
 # --feature_mode: "finetune" trains the whole BertClassifier (the original run_classifier.py);
 # "frozen_<features>" trains a FeatureBasedClassifier over a frozen encoder, <features> one of
@@ -39,13 +43,12 @@ from official_bert.training.runner import Runner, RunnerSettings, write_eval_res
 FEATURE_MODES = ("finetune", "frozen_last", "frozen_concat_last4", "frozen_scalar_mix")
 
 
-@dataclasses.dataclass
-class ClassifierOptions:
-    """The settings of run_classifier.py (original flag names, then the TF2 ones)."""
+@dataclasses.dataclass(kw_only=True)
+class FinetuningOptions:
+    """The settings every classifier fine-tuning script shares (run_classifier.py,
+    run_multitask.py): the original flag names, then the TF2 ones."""
 
     bert_config: BertConfig
-    task_name: str
-    data_dir: str
     vocab_file: str
     output_dir: str
     init_checkpoint: str | None = None
@@ -53,10 +56,8 @@ class ClassifierOptions:
     max_seq_length: int = 128
     do_train: bool = False
     do_eval: bool = False
-    do_predict: bool = False
     train_batch_size: int = 32
     eval_batch_size: int = 8
-    predict_batch_size: int = 8
     learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
@@ -70,15 +71,25 @@ class ClassifierOptions:
     keep_checkpoint_max: int = 5
     log_steps: int = 100
     seed: int | None = None
-    # Keyword arguments of the task's processor (the generic task's columns, XNLI's language).
-    processor_kwargs: dict = dataclasses.field(default_factory=dict)
-    # Train on the first N training examples only (0: all).
+    # Train on the first N training examples (of each task) only (0: all).
     max_train_examples: int = 0
     # Cut each batch to its longest example (see classifier_dataset); never on TPUs.
     trim_padding: bool = True
+    bert_config_file: str | None = None  # only for error messages
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierOptions(FinetuningOptions):
+    """The settings of run_classifier.py: one task."""
+
+    task_name: str
+    data_dir: str
+    do_predict: bool = False
+    predict_batch_size: int = 8
+    # Keyword arguments of the task's processor (the generic task's columns, XNLI's language).
+    processor_kwargs: dict = dataclasses.field(default_factory=dict)
     # Where the raw-text serving SavedModel goes after training; "" to skip it.
     export_dir: str | None = None
-    bert_config_file: str | None = None  # only for error messages
     # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
     # bert_config + init_checkpoint; its weights are the starting point.
     hub_module_handle: str | None = None
@@ -86,10 +97,8 @@ class ClassifierOptions:
     feature_mode: str = "finetune"
 
 
-def validate_classifier_options(options: ClassifierOptions) -> None:
-    """The original run_classifier.py checks, each naming the flag at fault."""
-    if not (options.do_train or options.do_eval or options.do_predict):
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+def validate_finetuning_options(options: FinetuningOptions) -> None:
+    """The original run_classifier.py checks of the model settings, each naming its flag."""
     if options.max_seq_length > options.bert_config.max_position_embeddings:
         raise ValueError(
             f"Cannot use sequence length {options.max_seq_length} because the BERT model was only "
@@ -97,12 +106,19 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
             "(max_position_embeddings)"
         )
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
+
+
+def validate_classifier_options(options: ClassifierOptions) -> None:
+    """The original run_classifier.py checks, each naming the flag at fault."""
+    if not (options.do_train or options.do_eval or options.do_predict):
+        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     if options.hub_module_handle and options.init_checkpoint:
         raise ValueError(
             "Give either `hub_module_handle` (its weights are the starting point) or "
             "`init_checkpoint`, not both."
         )
-    check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
+    validate_finetuning_options(options)
     if options.feature_mode not in FEATURE_MODES:
         raise ValueError(
             f"`feature_mode` must be one of {list(FEATURE_MODES)}, got {options.feature_mode!r}"
@@ -112,6 +128,72 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
             "`feature_mode=frozen_concat_last4` needs at least 4 encoder layers; "
             f"num_hidden_layers is {options.bert_config.num_hidden_layers}"
         )
+
+
+# The records of each split, by the names of the original run_classifier.py.
+RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
+
+
+def split_records(
+    processor: DataProcessor,
+    split: str,
+    packer: BertInputPacker,
+    directory: str,
+    options: FinetuningOptions,
+    batch_size: int,
+    setup: FinetuningSetup,
+) -> ClassifierRecords:
+    """The cached TFRecords of one split ("train", "dev", "test") in `directory`.
+
+    A TPU needs every batch full: eval and predict sets are padded with examples that have
+    is_real_example = 0, as the original did with PaddingInputExample.
+    """
+    return prepare_classifier_records(
+        processor,
+        split,
+        packer,
+        os.path.join(directory, RECORD_FILES[split]),
+        options.vocab_file,
+        pad_to_multiple_of=batch_size if setup.is_tpu and split != "train" else 1,
+        max_examples=options.max_train_examples if split == "train" else 0,
+    )
+
+
+def predict_records(
+    model,
+    records: ClassifierRecords,
+    batch_size: int,
+    options: FinetuningOptions,
+    setup: FinetuningSetup,
+) -> dict[str, np.ndarray]:
+    """The model's outputs on the real examples of `records`, in file order: predict()'s arrays
+    (the model's outputs and label_ids) without the TPU padding examples."""
+    dataset = classifier_dataset(
+        records.path,
+        batch_size,
+        options.max_seq_length,
+        is_training=False,
+        drop_remainder=setup.is_tpu,
+        trim_padding=setup.trim_padding,
+    )
+    outputs = predict(setup.strategy, model, dataset, keep=("label_ids", "is_real_example"))
+    real = outputs.pop("is_real_example") > 0
+    return {name: value[real] for name, value in outputs.items()}
+
+
+def evaluate_classifier(
+    task_name: str, logits: np.ndarray, label_ids: np.ndarray, is_regression: bool, path: str, step
+) -> dict:
+    """The original eval_results: eval_<GLUE metric> of the task, eval_loss; written to `path`
+    ("key = value" lines with global_step) and returned."""
+    metrics = glue_metrics(task_name, label_ids, logits, is_regression)
+    eval_results = {f"eval_{name}": value for name, value in metrics.items()}
+    eval_results["eval_loss"] = mean_eval_loss(
+        logits, label_ids, np.ones(len(label_ids)), is_regression
+    )
+    write_eval_results(path, eval_results, step)
+    logging.info("Eval results (%s): %s", path, eval_results)
+    return eval_results
 
 
 def run_classifier(options: ClassifierOptions) -> dict:
@@ -137,50 +219,25 @@ def run_classifier(options: ClassifierOptions) -> dict:
     processor = get_processor(options.task_name, options.data_dir, **options.processor_kwargs)
     labels = processor.get_labels()
     num_classes = 1 if labels is None else len(labels)
-    tf.io.gfile.makedirs(options.output_dir)
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
-    # The records are written to output_dir and read by the TPU's host: gs:// on a TPU node.
-    tpu_paths = {"output_dir": options.output_dir}
-    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
-    # A TPU needs every batch full: eval and predict sets are padded with examples that have
-    # is_real_example = 0, as the original did with PaddingInputExample.
-    is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
-    trim_padding = options.trim_padding and not is_tpu  # TPUs need static shapes
+    setup = start_finetuning(options)
     packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
 
-    def records(split, file_name, batch_size):
-        return prepare_classifier_records(
-            processor,
-            split,
-            packer,
-            os.path.join(options.output_dir, file_name),
-            options.vocab_file,
-            pad_to_multiple_of=batch_size if is_tpu and split != "train" else 1,
-            max_examples=options.max_train_examples if split == "train" else 0,
+    def records(split, batch_size):
+        return split_records(
+            processor, split, packer, options.output_dir, options, batch_size, setup
         )
 
     # Read every split that is asked for before training, so bad data fails fast.
-    train_records = eval_records = predict_records = None
+    train_records = eval_records = test_records = None
     if options.do_train:
-        train_records = records("train", "train.tf_record", options.train_batch_size)
+        train_records = records("train", options.train_batch_size)
     if options.do_eval:
-        eval_records = records("dev", "eval.tf_record", options.eval_batch_size)
+        eval_records = records("dev", options.eval_batch_size)
     if options.do_predict:
-        predict_records = records("test", "predict.tf_record", options.predict_batch_size)
-
-    num_train_steps = num_warmup_steps = 0
+        test_records = records("test", options.predict_batch_size)
+    num_train_steps = 0
     if train_records is not None:
-        num_train_steps = int(
-            train_records.num_examples / options.train_batch_size * options.num_train_epochs
-        )
-        if num_train_steps < 1:
-            raise ValueError(
-                f"{train_records.num_examples} training examples, train_batch_size "
-                f"{options.train_batch_size} and num_train_epochs {options.num_train_epochs} "
-                "give no training step"
-            )
-        num_warmup_steps = int(num_train_steps * options.warmup_proportion)
+        num_train_steps = epoch_train_steps(train_records.num_examples, options)
 
     def model_fn():
         if options.hub_module_handle:
@@ -198,41 +255,18 @@ def run_classifier(options: ClassifierOptions) -> dict:
         model.build()
         return model
 
-    def optimizer_fn():
-        return create_optimizer(
-            options.learning_rate,
-            max(num_train_steps, 1),
-            num_warmup_steps,
-            options.optimizer_type,
-            options.weight_decay_rate,
-        )
-
-    runner = Runner(
-        strategy,
-        model_fn,
-        optimizer_fn,
-        classifier_loss_fn(labels is None),
-        RunnerSettings(
-            output_dir=options.output_dir,
-            num_train_steps=num_train_steps,
-            steps_per_loop=options.steps_per_loop,
-            save_checkpoints_steps=options.save_checkpoints_steps,
-            keep_checkpoint_max=options.keep_checkpoint_max,
-            log_steps=options.log_steps,
-        ),
+    runner = finetuning_runner(
+        options, setup, model_fn, classifier_loss_fn(labels is None), num_train_steps
     )
 
     def initialize(model):
         if options.hub_module_handle:
             logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
-        elif options.init_checkpoint:
+        else:
             # The classifier head is new unless the checkpoint was fine-tuned already; a
             # feature-based head is always new (its input is not the pooled output).
             target = model if options.feature_mode == "finetune" else model.encoder
-            checkpoint_format = load_bert_weights(target, options.init_checkpoint)
-            logging.info("Initialized from %s (%s)", options.init_checkpoint, checkpoint_format)
-        else:
-            logging.warning("No init_checkpoint: training from random weights")
+            load_init_checkpoint(target, options.init_checkpoint)
 
     runner.restore_or_initialize(initialize)
     results: dict = {"history": []}
@@ -242,22 +276,13 @@ def run_classifier(options: ClassifierOptions) -> dict:
             train_records.num_examples,
             options.train_batch_size,
             num_train_steps,
-            num_warmup_steps,
+            int(num_train_steps * options.warmup_proportion),
         )
-
-        def train_dataset_fn(input_context):
-            return classifier_dataset(
-                train_records.path,
-                options.train_batch_size,
-                options.max_seq_length,
-                is_training=True,
-                input_context=input_context,
-                seed=options.seed,
-                trim_padding=trim_padding,
-            )
-
         start = time.time()
-        results["history"] = runner.train(train_dataset_fn, options.train_batch_size)
+        results["history"] = runner.train(
+            train_dataset_fn(classifier_dataset, train_records.path, options, setup),
+            options.train_batch_size,
+        )
         results["train_seconds"] = time.time() - start
         if options.feature_mode == "frozen_scalar_mix" and runner.is_chief:
             path = os.path.join(options.output_dir, SCALAR_MIX_WEIGHTS_FILE)
@@ -270,33 +295,22 @@ def run_classifier(options: ClassifierOptions) -> dict:
             )
             logging.info("Exported the raw-text serving SavedModel to %s", export_dir)
 
-    def run_predictions(split_records, batch_size):
-        dataset = classifier_dataset(
-            split_records.path,
-            batch_size,
-            options.max_seq_length,
-            is_training=False,
-            drop_remainder=is_tpu,
-            trim_padding=trim_padding,
-        )
-        return predict(strategy, runner.model, dataset, keep=("label_ids", "is_real_example"))
-
     if eval_records is not None:
-        outputs = run_predictions(eval_records, options.eval_batch_size)
-        real = outputs["is_real_example"] > 0
-        logits, label_ids = outputs["outputs"][real], outputs["label_ids"][real]
-        metrics = glue_metrics(options.task_name, label_ids, logits, labels is None)
-        eval_results = {f"eval_{name}": value for name, value in metrics.items()}
-        eval_results["eval_loss"] = mean_eval_loss(
-            logits, label_ids, np.ones(len(label_ids)), labels is None
+        outputs = predict_records(
+            runner.model, eval_records, options.eval_batch_size, options, setup
         )
-        path = os.path.join(options.output_dir, "eval_results.txt")
-        write_eval_results(path, eval_results, runner.step)
-        logging.info("Eval results (%s): %s", path, eval_results)
-        results["eval"] = eval_results
-    if predict_records is not None:
-        outputs = run_predictions(predict_records, options.predict_batch_size)
-        logits = outputs["outputs"][outputs["is_real_example"] > 0]
+        results["eval"] = evaluate_classifier(
+            options.task_name,
+            outputs["outputs"],
+            outputs["label_ids"],
+            labels is None,
+            os.path.join(options.output_dir, "eval_results.txt"),
+            runner.step,
+        )
+    if test_records is not None:
+        logits = predict_records(
+            runner.model, test_records, options.predict_batch_size, options, setup
+        )["outputs"]
         values = logits.reshape(-1, 1) if labels is None else softmax(logits)
         lines = ["\t".join(str(value) for value in row) for row in values]
         path = os.path.join(options.output_dir, "test_results.tsv")

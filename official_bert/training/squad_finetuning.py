@@ -11,7 +11,6 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig, check_vocab_matches_config, write_text_atomically
 from official_bert.data.squad_dataset import squad_dataset
 from official_bert.data.squad_examples import load_squad_json, read_squad_examples
@@ -33,10 +32,14 @@ from official_bert.evaluation.squad_scoring import (
 )
 from official_bert.models import BertEncoder, BertSpanLabeler
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
-from official_bert.training.distribution import create_strategy
-from official_bert.training.optimization import create_optimizer
+from official_bert.training.finetuning import (
+    epoch_train_steps,
+    finetuning_runner,
+    load_init_checkpoint,
+    start_finetuning,
+    train_dataset_fn,
+)
 from official_bert.training.prediction import predict
-from official_bert.training.runner import Runner, RunnerSettings
 from official_bert.training.squad_objective import squad_loss_fn
 
 
@@ -196,11 +199,7 @@ def run_squad(options: SquadOptions) -> dict:
     tf.io.gfile.makedirs(options.output_dir)
     if options.eval_only:
         return {"eval": evaluate_existing_predictions(options)}
-    if options.seed is not None:
-        keras.utils.set_random_seed(options.seed)
-    tpu_paths = {"output_dir": options.output_dir}  # the records and checkpoints live there
-    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
-    is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+    setup = start_finetuning(options)
     tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
 
     # Read both files before training, so bad data fails fast.
@@ -235,19 +234,10 @@ def run_squad(options: SquadOptions) -> dict:
             "Prediction: %d examples, %d features", len(predict_examples), len(predict_features)
         )
 
-    num_train_steps = num_warmup_steps = 0
+    num_train_steps = 0
     if train_records is not None:
         # As the original: steps from the number of examples (questions), not of windows.
-        num_train_steps = int(
-            train_records.num_examples / options.train_batch_size * options.num_train_epochs
-        )
-        if num_train_steps < 1:
-            raise ValueError(
-                f"{train_records.num_examples} training examples, train_batch_size "
-                f"{options.train_batch_size} and num_train_epochs {options.num_train_epochs} "
-                "give no training step"
-            )
-        num_warmup_steps = int(num_train_steps * options.warmup_proportion)
+        num_train_steps = epoch_train_steps(train_records.num_examples, options)
 
     def model_fn():
         encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
@@ -255,39 +245,9 @@ def run_squad(options: SquadOptions) -> dict:
         model.build()
         return model
 
-    def optimizer_fn():
-        return create_optimizer(
-            options.learning_rate,
-            max(num_train_steps, 1),
-            num_warmup_steps,
-            options.optimizer_type,
-            options.weight_decay_rate,
-        )
-
-    runner = Runner(
-        strategy,
-        model_fn,
-        optimizer_fn,
-        squad_loss_fn,
-        RunnerSettings(
-            output_dir=options.output_dir,
-            num_train_steps=num_train_steps,
-            steps_per_loop=options.steps_per_loop,
-            save_checkpoints_steps=options.save_checkpoints_steps,
-            keep_checkpoint_max=options.keep_checkpoint_max,
-            log_steps=options.log_steps,
-        ),
-    )
-
-    def initialize(model):
-        if options.init_checkpoint:
-            # The span head is new unless the checkpoint was fine-tuned on SQuAD already.
-            checkpoint_format = load_bert_weights(model, options.init_checkpoint)
-            logging.info("Initialized from %s (%s)", options.init_checkpoint, checkpoint_format)
-        else:
-            logging.warning("No init_checkpoint: fine-tuning from random weights")
-
-    runner.restore_or_initialize(initialize)
+    runner = finetuning_runner(options, setup, model_fn, squad_loss_fn, num_train_steps)
+    # The span head is new unless the checkpoint was fine-tuned on SQuAD already.
+    runner.restore_or_initialize(lambda model: load_init_checkpoint(model, options.init_checkpoint))
     results: dict = {"history": []}
     if train_records is not None:
         logging.info(
@@ -296,22 +256,14 @@ def run_squad(options: SquadOptions) -> dict:
             train_records.num_features,
             options.train_batch_size,
             num_train_steps,
-            num_warmup_steps,
+            int(num_train_steps * options.warmup_proportion),
         )
 
-        def train_dataset_fn(input_context):
-            return squad_dataset(
-                train_records.path,
-                options.train_batch_size,
-                options.max_seq_length,
-                is_training=True,
-                input_context=input_context,
-                seed=options.seed,
-                trim_padding=options.trim_padding and not is_tpu,
-            )
-
         start = time.time()
-        results["history"] = runner.train(train_dataset_fn, options.train_batch_size)
+        results["history"] = runner.train(
+            train_dataset_fn(squad_dataset, train_records.path, options, setup),
+            options.train_batch_size,
+        )
         results["train_seconds"] = time.time() - start
 
     if predict_features is not None:
@@ -319,7 +271,7 @@ def run_squad(options: SquadOptions) -> dict:
         dataset = squad_dataset(
             eval_path, options.predict_batch_size, options.max_seq_length, is_training=False
         )
-        outputs = predict(strategy, runner.model, dataset, keep=("unique_ids",))
+        outputs = predict(setup.strategy, runner.model, dataset, keep=("unique_ids",))
         unique_ids = [int(unique_id) for unique_id in outputs["unique_ids"]]
         predictions = postprocess_predictions(
             predict_examples,

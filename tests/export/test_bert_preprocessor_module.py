@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from official_bert.export import export_bert_preprocessor, load_preprocessor
 from official_bert.tokenization import FullTokenizer
-from tests.export.conftest import write_tiny_vocab
+from tests.tiny_data import write_tiny_vocab
 
 SENTENCES = ["The quick brown fox jumps over the lazy dog.", "Hello, WORLD! Zebra"]
 # Ids read off write_tiny_vocab's lines by hand: [CLS]=2, [SEP]=3, [UNK]=1, the=5, quick=27,

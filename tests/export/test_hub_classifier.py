@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
-from tests.export.conftest import write_sentiment_task
+from tests.tiny_data import write_tiny_task
 
 
 def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    write_sentiment_task(data_dir)
+    write_tiny_task(data_dir)
     output_dir = tmp_path / "output"
     handle = tiny_exports["model"]
     # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
@@ -34,8 +34,8 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
             "--train_batch_size=8",
             "--eval_batch_size=32",
             "--learning_rate=2e-3",
-            "--num_train_epochs=4",
-            "--steps_per_loop=8",
+            "--num_train_epochs=8",
+            "--steps_per_loop=16",
             "--seed=1",
         ],
         capture_output=True,
@@ -46,7 +46,7 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     results = dict(
         line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines()
     )
-    assert int(results["global_step"]) == 32
+    assert int(results["global_step"]) == 64
     assert float(results["eval_accuracy"]) >= 0.9, results
 
     # The encoder's weights were fine-tuned, not only the head's: the word embeddings (the one
@@ -92,7 +92,7 @@ def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports,
 
     data_dir = tmp_path / "data"
     data_dir.mkdir()
-    write_sentiment_task(data_dir)
+    write_tiny_task(data_dir)
     handle = tiny_exports["model"]
     settings = read_exported_encoder_settings(handle)
     output_dir = tmp_path / "output"

@@ -15,7 +15,7 @@ from official_bert.export import export_tfhub, load_preprocessor
 from official_bert.export.tfhub_export import guess_do_lower_case
 from official_bert.models import BertEncoder
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT
-from tests.export.conftest import tiny_bert_config, write_tiny_vocab
+from tests.tiny_data import tiny_bert_config, write_tiny_vocab
 
 
 def _leftovers(directory):

@@ -94,3 +94,34 @@ def test_left_to_right_pretrainer(tmp_path):
         BertPretrainer(BertEncoder(**tiny_encoder_kwargs(causal=True)), objective="ltr")
     with pytest.raises(ValueError, match="objective must be 'mlm' or 'ltr'"):
         BertPretrainer(_encoder(), objective="clm")
+
+
+def test_multitask_classifier_heads_outputs_and_checkpoint(tmp_path):
+    import tensorflow as tf
+
+    from official_bert.models import MultiTaskClassifier
+
+    model = MultiTaskClassifier(_encoder(), {"MRPC": 2, "sts-b": 1, "mnli": 3})
+    model.build()
+    inputs = random_inputs()
+    outputs = model(inputs)
+    assert {name: tuple(value.shape) for name, value in outputs.items()} == {
+        "MRPC": (3, 2),
+        "sts-b": (3, 1),
+        "mnli": (3, 3),
+    }
+    # Every head's kernel and bias exist from the start, each its own.
+    assert len(model.weights) == len(model.encoder.weights) + 3 * 2
+    # The heads see one pooled output: a head's logits are its own Dense on it.
+    pooled = model.encoder(inputs)["pooled_output"]
+    np.testing.assert_allclose(outputs["mnli"], model.head("mnli").dense(pooled), atol=1e-6)
+    _round_trip(model, inputs, tmp_path)
+    # tf.train.Checkpoint sees every head under its task's name (a plain dict would hide them).
+    path = tf.train.Checkpoint(model=model).write(str(tmp_path / "ckpt"))
+    names = [name for name, _ in tf.train.list_variables(path)]
+    for attribute in ("mrpc_classifier", "sts_b_classifier", "mnli_classifier"):
+        assert any(name.startswith(f"model/{attribute}/dense/") for name in names), attribute
+    with pytest.raises(ValueError, match="task names must differ"):
+        MultiTaskClassifier(_encoder(), {"sts-b": 1, "STS_B": 1})
+    with pytest.raises(KeyError, match="no head for task 'cola'"):
+        model.head("cola")

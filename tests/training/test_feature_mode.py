@@ -11,7 +11,7 @@ from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.models import BertEncoder, FeatureBasedClassifier
 from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
-from tests.export.conftest import write_sentiment_task, write_tiny_checkpoint
+from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
 
 STEPS = 16  # 64 examples / batch 8 * 2 epochs; checkpoints at 8 and 16
 
@@ -23,7 +23,7 @@ def tiny_task(tmp_path_factory):
     bert_dir = write_tiny_checkpoint(directory / "bert", num_hidden_layers=4)
     data_dir = directory / "data"
     data_dir.mkdir()
-    write_sentiment_task(data_dir, splits=(("train", 64), ("dev", 32), ("test", 16)))
+    write_tiny_task(data_dir, counts=(64, 32, 16))
     return bert_dir, data_dir
 
 

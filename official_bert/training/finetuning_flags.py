@@ -1,0 +1,88 @@
+"""The flags run_classifier.py and run_multitask.py share: the original model, data and training
+flags, the runner's flags, and the TF2 fine-tuning flags."""
+
+from __future__ import annotations
+
+import os
+
+from absl import app, flags
+
+from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
+
+
+def define_finetuning_flags() -> None:
+    """Defines the shared flags on absl's FLAGS (call once, at a script's import)."""
+    # === The original flags ===
+    flags.DEFINE_string(
+        "bert_config_file", None, "bert_config.json (default: the one beside init_checkpoint)."
+    )
+    flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (default: beside the config).")
+    flags.DEFINE_string("output_dir", None, "Checkpoints, records, results and the export go here.")
+    flags.DEFINE_string("init_checkpoint", None, "Initial weights: TF1, safetensors or ours.")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (uncased models).")
+    flags.DEFINE_integer("max_seq_length", 128, "Wordpieces per example, after packing.")
+    flags.DEFINE_bool("do_train", False, "Whether to train.")
+    flags.DEFINE_bool("do_eval", False, "Whether to evaluate on the dev set.")
+    flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
+    flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
+    flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
+    flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
+    define_runner_flags()  # the original TPU/loop flags and the runner's TF2 flags
+    # === TF2 flags ===
+    flags.DEFINE_integer(
+        "seed", None, "Seed of the heads' initialization, dropout, shuffling (and task order)."
+    )
+    flags.DEFINE_integer(
+        "max_train_examples", 0, "Train on the first N examples (of each task) only (0: all)."
+    )
+    flags.DEFINE_bool(
+        "trim_padding",
+        True,
+        "Cut each batch to its longest example (same results, faster; not TPU).",
+    )
+
+
+def finetuning_flag_values(
+    bert_config_file: str | None = None,
+    vocab_file: str | None = None,
+    do_lower_case: bool | None = None,
+) -> dict:
+    """The shared flags as keyword arguments of FinetuningOptions (the config read).
+
+    The arguments are defaults that the flags override when given (an exported encoder's
+    config, vocab and casing); without them the config is looked up beside init_checkpoint and
+    the vocab beside the config.
+    """
+    values = flags.FLAGS
+    config_file = (
+        values.bert_config_file or bert_config_file or find_bert_config(values.init_checkpoint)
+    )
+    if not config_file:
+        raise app.UsageError("--bert_config_file is required (none found beside init_checkpoint)")
+    vocab_file = values.vocab_file or vocab_file
+    if not vocab_file:
+        vocab_file = os.path.join(os.path.dirname(config_file), "vocab.txt")
+    if do_lower_case is None or values["do_lower_case"].present:
+        do_lower_case = values.do_lower_case
+    return dict(
+        bert_config=read_bert_config(config_file),
+        bert_config_file=config_file,
+        vocab_file=vocab_file,
+        output_dir=values.output_dir,
+        init_checkpoint=values.init_checkpoint,
+        do_lower_case=do_lower_case,
+        max_seq_length=values.max_seq_length,
+        do_train=values.do_train,
+        do_eval=values.do_eval,
+        train_batch_size=values.train_batch_size,
+        eval_batch_size=values.eval_batch_size,
+        learning_rate=values.learning_rate,
+        num_train_epochs=values.num_train_epochs,
+        warmup_proportion=values.warmup_proportion,
+        seed=values.seed,
+        max_train_examples=values.max_train_examples,
+        trim_padding=values.trim_padding,
+        **runner_flag_values(),
+    )

@@ -1,0 +1,277 @@
+"""Multi-task fine-tuning (run_multitask.py): one shared BERT encoder, one head per GLUE-style
+task, each training step on one task's batch.
+
+Layout of output_dir:
+
+  checkpoint, ckpt-N.*        the runner's training checkpoints (encoder, every head, optimizer,
+                              data position): a rerun resumes from them
+  train/                      TensorBoard summaries
+  bert_model.ckpt.*           after training: the shared encoder in the original TF1 layout
+  bert_config.json            (`bert/...` names), usable as anyone's --init_checkpoint
+  eval_results.txt            every task's dev metrics as `<task>/eval_<metric> = value`
+  <task>/train.tf_record, <task>/eval.tf_record   the task's cached records
+  <task>/classifier_head.ckpt.*   after training: the task's head under run_classifier.py's
+                              names, `output_weights` [num_classes, hidden], `output_bias`
+  <task>/eval_results.txt     the task's dev metrics, as run_classifier.py writes them
+
+<task> is the task name as given, lower-cased ("sts-b"). bert_model.ckpt and a task's
+classifier_head.ckpt together are that task's fine-tuned classifier in the original layout
+(load_task_classifier builds it; the original code's init_from_checkpoint can read both files).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import keras
+import numpy as np
+from absl import logging
+
+from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
+from official_bert.checkpoints.loading import read_bert_config
+from official_bert.checkpoints.original_tf1 import (
+    read_checkpoint_arrays,
+    read_original_entries,
+    write_original_entries,
+)
+from official_bert.checkpoints.variable_table import classifier_head_entries
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.classifier_dataset import classifier_dataset
+from official_bert.data.classifier_examples import DataProcessor, get_processor, processor_names
+from official_bert.data.multitask_dataset import multitask_dataset, task_sampling_probabilities
+from official_bert.models import BertClassifier, BertEncoder, MultiTaskClassifier
+from official_bert.models.multitask_classifier import head_attribute
+from official_bert.training.classifier_finetuning import (
+    FinetuningOptions,
+    evaluate_classifier,
+    predict_records,
+    split_records,
+    validate_finetuning_options,
+)
+from official_bert.training.finetuning import (
+    epoch_train_steps,
+    finetuning_runner,
+    load_init_checkpoint,
+    start_finetuning,
+    train_dataset_fn,
+)
+from official_bert.training.multitask_objective import multitask_loss_fn
+from official_bert.training.runner import write_eval_results
+
+# The name of a task's head checkpoint in output_dir/<task>/.
+HEAD_CHECKPOINT = "classifier_head.ckpt"
+
+
+@dataclasses.dataclass(kw_only=True)
+class MultiTaskOptions(FinetuningOptions):
+    """The settings of run_multitask.py: run_classifier.py's shared ones, and the tasks.
+
+    task_names[i] reads data_dirs[i] (GLUE's layout: each task's own folder with train.tsv and
+    dev.tsv). num_train_steps None trains num_train_epochs over all tasks' examples together,
+    int(num_train_epochs * sum(n_i) / train_batch_size) steps; each step's task is drawn with
+    probability proportional to n_i ** (1 / sampling_temperature).
+    """
+
+    task_names: list[str]
+    data_dirs: list[str]
+    sampling_temperature: float = 1.0
+    num_train_steps: int | None = None
+
+
+def task_directory(output_dir: str, task_name: str) -> str:
+    """output_dir/<task>: the task's records, eval_results.txt and head checkpoint."""
+    return os.path.join(output_dir, task_name.lower())
+
+
+def validate_multitask_options(options: MultiTaskOptions) -> None:
+    """Checks the tasks and the run's settings, each error naming its flag."""
+    if not (options.do_train or options.do_eval):
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    if not options.task_names:
+        raise ValueError("--task_names is empty; give the tasks, e.g. --task_names=mrpc,sts-b,cola")
+    if len(options.data_dirs) != len(options.task_names):
+        raise ValueError(
+            f"--task_names has {len(options.task_names)} tasks ({','.join(options.task_names)}) "
+            f"but --data_dirs has {len(options.data_dirs)} folders "
+            f"({','.join(options.data_dirs)}); give one folder per task, in the same order"
+        )
+    known = processor_names()
+    for task in options.task_names:
+        if task.lower() not in known:
+            raise ValueError(f"--task_names: unknown task {task!r}; expected one of {known}")
+    folders = [head_attribute(task) for task in options.task_names]
+    if len(set(folders)) != len(folders):
+        raise ValueError(f"--task_names names a task twice: {options.task_names}")
+    if options.sampling_temperature <= 0:
+        raise ValueError(f"--sampling_temperature must be > 0, got {options.sampling_temperature}")
+    if options.num_train_steps is not None and options.num_train_steps < 1:
+        raise ValueError(f"--num_train_steps must be >= 1, got {options.num_train_steps}")
+    validate_finetuning_options(options)
+
+
+@dataclasses.dataclass
+class _Task:
+    name: str
+    processor: DataProcessor
+    directory: str
+    # ClassifierRecords by split ("train", "dev").
+    records: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def labels(self) -> list[str] | None:
+        return self.processor.get_labels()
+
+    @property
+    def is_regression(self) -> bool:
+        return self.labels is None
+
+    @property
+    def num_classes(self) -> int:
+        return 1 if self.is_regression else len(self.labels)
+
+
+def run_multitask(options: MultiTaskOptions) -> dict:
+    """Trains one encoder with a head per task and/or evaluates each task on its dev set.
+
+    Each training step reads one task's batch (tasks drawn as MultiTaskOptions says, the
+    sequence fixed by --seed) and updates the encoder and that task's head with its loss
+    (cross-entropy, or mean squared error for regression tasks such as STS-B). Outputs: see the
+    module docstring.
+
+    Returns:
+      {"history": [(step, loss)], "num_train_steps": int, "probabilities": {task: p},
+       "eval": {task: {eval_<metric>: value}}, "train_seconds": float}.
+    """
+    validate_multitask_options(options)
+    tasks = [
+        _Task(name, get_processor(name, data_dir), task_directory(options.output_dir, name))
+        for name, data_dir in zip(options.task_names, options.data_dirs, strict=True)
+    ]
+    setup = start_finetuning(options)
+    packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
+    splits = {"train": options.train_batch_size} if options.do_train else {}
+    if options.do_eval:
+        splits["dev"] = options.eval_batch_size
+    # Read every split that is asked for before training, so bad data fails fast.
+    for task in tasks:
+        for split, batch_size in splits.items():
+            task.records[split] = split_records(
+                task.processor, split, packer, task.directory, options, batch_size, setup
+            )
+
+    results: dict = {"history": [], "num_train_steps": 0, "probabilities": {}}
+    num_train_steps = 0
+    if options.do_train:
+        sizes = [task.records["train"].num_examples for task in tasks]
+        num_train_steps = options.num_train_steps or epoch_train_steps(sum(sizes), options)
+        probabilities = task_sampling_probabilities(sizes, options.sampling_temperature)
+        results["num_train_steps"] = num_train_steps
+        results["probabilities"] = dict(zip(options.task_names, probabilities, strict=True))
+        for task, size, probability in zip(tasks, sizes, probabilities, strict=True):
+            logging.info(
+                "Task %s: %d training examples, probability %.4f, about %.0f of %d steps",
+                task.name,
+                size,
+                probability,
+                probability * num_train_steps,
+                num_train_steps,
+            )
+
+    def model_fn():
+        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+        model = MultiTaskClassifier(encoder, {task.name: task.num_classes for task in tasks})
+        model.build()
+        return model
+
+    loss_fn = multitask_loss_fn(
+        [task.name for task in tasks], [task.is_regression for task in tasks]
+    )
+    runner = finetuning_runner(options, setup, model_fn, loss_fn, num_train_steps)
+    # The heads are new; only the encoder comes from init_checkpoint (any layout, also a
+    # fine-tuned classifier's or an earlier multi-task run's).
+    runner.restore_or_initialize(
+        lambda model: load_init_checkpoint(model.encoder, options.init_checkpoint)
+    )
+
+    if options.do_train:
+        # Without --seed the task sequence is still fixed (seed 0), so that every worker of a
+        # multi-worker run draws the same task at each step.
+        sampler_seed = 0 if options.seed is None else options.seed
+        task_dataset_fns = [
+            train_dataset_fn(classifier_dataset, task.records["train"].path, options, setup)
+            for task in tasks
+        ]
+
+        def multitask_dataset_fn(input_context):
+            return multitask_dataset(
+                [dataset_fn(input_context) for dataset_fn in task_dataset_fns],
+                probabilities,
+                sampler_seed,
+                input_context,
+            )
+
+        start = time.time()
+        results["history"] = runner.train(multitask_dataset_fn, options.train_batch_size)
+        results["train_seconds"] = time.time() - start
+        if runner.is_chief:
+            _write_original_layout(runner.model, tasks, options)
+
+    if options.do_eval:
+        results["eval"] = {}
+        for task in tasks:
+            outputs = predict_records(
+                runner.model, task.records["dev"], options.eval_batch_size, options, setup
+            )
+            results["eval"][task.name] = evaluate_classifier(
+                task.name,
+                outputs[task.name],
+                outputs["label_ids"],
+                task.is_regression,
+                os.path.join(task.directory, "eval_results.txt"),
+                runner.step,
+            )
+        summary = {
+            f"{task}/{key}": value
+            for task, values in results["eval"].items()
+            for key, value in values.items()
+        }
+        write_eval_results(
+            os.path.join(options.output_dir, "eval_results.txt"), summary, runner.step
+        )
+    keras.backend.clear_session()
+    return results
+
+
+def _write_original_layout(model: MultiTaskClassifier, tasks: list[_Task], options) -> None:
+    """The shared encoder as output_dir/bert_model.ckpt (+ bert_config.json) and each head as
+    output_dir/<task>/classifier_head.ckpt, in the original TF1 names. The `checkpoint` state
+    file of output_dir stays the runner's, so a rerun resumes from ckpt-N."""
+    prefix = write_original_checkpoint(
+        model.encoder, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
+    )
+    options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
+    for task in tasks:
+        write_original_entries(
+            classifier_head_entries(model.head(task.name), model.encoder.hidden_size),
+            os.path.join(task.directory, HEAD_CHECKPOINT),
+            write_state=False,
+        )
+    logging.info("Wrote the encoder (%s) and %d heads in the original layout", prefix, len(tasks))
+
+
+def load_task_classifier(output_dir: str, task_name: str) -> BertClassifier:
+    """One task's fine-tuned classifier from a multi-task run's original-layout outputs:
+    output_dir/bert_model.ckpt (the shared encoder, with bert_config.json) and
+    output_dir/<task>/classifier_head.ckpt. Returns a built BertClassifier (float32)."""
+    config = read_bert_config(os.path.join(output_dir, "bert_config.json"))
+    head_prefix = os.path.join(task_directory(output_dir, task_name), HEAD_CHECKPOINT)
+    num_classes = int(np.shape(read_checkpoint_arrays(head_prefix)["output_bias"])[0])
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=num_classes)
+    model.build()
+    load_bert_weights(model, os.path.join(output_dir, "bert_model.ckpt"), "tf1")
+    read_original_entries(
+        head_prefix, classifier_head_entries(model.classifier, config.hidden_size), model
+    )
+    return model

@@ -1,0 +1,100 @@
+"""A tiny BERT with real words in its vocabulary, and tiny tasks written with those words in the
+file layouts of the generic task and of GLUE (CoLA, STS-B): data for fast end-to-end tests."""
+
+import numpy as np
+
+# 5 special tokens, then words and pieces: 100 lines, the tiny model's vocab_size.
+TINY_WORDS = (
+    "the a is of and to in good bad movie film great awful fun dull plot actor story loved hated "
+    "boring brilliant quick brown fox jump over lazy dog hello world this that it was not very "
+    "really best worst ever seen time , . ! ? ' ##s ##ing ##ed ##ly"
+).split()
+
+POSITIVE = ["good", "great", "fun", "loved", "brilliant", "best"]
+NEGATIVE = ["bad", "awful", "dull", "hated", "boring", "worst"]
+FILLER = ["the", "movie", "film", "plot", "story", "actor", "was", "very", "really", "it"]
+
+
+def write_tiny_vocab(path) -> list[str]:
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + TINY_WORDS
+    tokens += [f"[unused{index}]" for index in range(100 - len(tokens))]
+    path.write_text("".join(token + "\n" for token in tokens), encoding="utf-8")
+    return tokens
+
+
+def tiny_bert_config(**overrides):
+    """The BertConfig of tests/conftest.py's tiny_encoder_kwargs (vocab 100, hidden 32, 2 layers)."""
+    from official_bert.config import BertConfig
+    from tests.conftest import tiny_encoder_kwargs
+
+    values = tiny_encoder_kwargs()
+    values["num_hidden_layers"] = values.pop("num_layers")
+    values.update(overrides)
+    return BertConfig(**values)
+
+
+def tiny_sentences(count: int, rng: np.random.Generator) -> list[tuple[str, int]]:
+    """(sentence, sentiment) pairs: four filler words and one positive (1) or negative (0) word,
+    shuffled; sentiments alternate 0, 1, 0, ..."""
+    sentences = []
+    for index in range(count):
+        label = index % 2
+        words = list(rng.choice(FILLER, size=4)) + [rng.choice((NEGATIVE, POSITIVE)[label])]
+        rng.shuffle(words)
+        sentences.append((" ".join(words), label))
+    return sentences
+
+
+def write_tiny_task(directory, layout: str = "generic", seed: int = 0, counts=(64, 32)) -> None:
+    """Writes train.tsv and dev.tsv (counts[0] and counts[1] examples) of a tiny task, and
+    test.tsv (with labels, as the generic task reads it) when counts has a third number.
+
+    layout "generic": header `sentence<TAB>label`, labels neg/pos (sentiment).
+    layout "cola": CoLA's columns without a header (source, label, mark, sentence); the label
+      is the sentence's sentiment.
+    layout "sts-b": STS-B's 10 columns with their header; a pair's score is 4.5 when both
+      sentences have the same sentiment, else 0.5 (a regression task).
+    """
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in zip(("train", "dev", "test"), counts, strict=False):
+        if layout == "generic":
+            lines = ["sentence\tlabel"]
+            lines += [
+                f"{text}\t{('neg', 'pos')[label]}" for text, label in tiny_sentences(count, rng)
+            ]
+        elif layout == "cola":
+            lines = [f"tiny\t{label}\t\t{text}" for text, label in tiny_sentences(count, rng)]
+        elif layout == "sts-b":
+            header = "index genre filename year old_index source1 source2 sentence1 sentence2 score"
+            lines = ["\t".join(header.split())]
+            firsts, seconds = tiny_sentences(count, rng), tiny_sentences(count, rng)
+            order = rng.permutation(count)
+            for index, ((text_a, label_a), position) in enumerate(zip(firsts, order, strict=True)):
+                text_b, label_b = seconds[position]
+                score = 4.5 if label_a == label_b else 0.5
+                lines.append(
+                    f"{index}\ttiny\tnone\t2026\t{index:04d}\tnone\tnone\t{text_a}\t{text_b}\t{score}"
+                )
+        else:
+            raise ValueError(f"unknown layout {layout!r}")
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def write_tiny_checkpoint(directory, **config_overrides):
+    """Writes bert_model.ckpt (encoder + MLM + NSP heads, random weights of seed 1),
+    bert_config.json (tiny_bert_config(**config_overrides)) and vocab.txt in `directory`."""
+    import keras
+
+    from official_bert.checkpoints import save_bert_weights
+    from official_bert.models import BertEncoder, BertPretrainer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    write_tiny_vocab(directory / "vocab.txt")
+    config = tiny_bert_config(**config_overrides)
+    config.to_json_file(str(directory / "bert_config.json"))
+    keras.utils.set_random_seed(1)
+    model = BertPretrainer(BertEncoder.from_bert_config(config))
+    model.build()
+    save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
+    return directory
