@@ -205,6 +205,7 @@ def test_script_reports_a_bad_row_with_its_file_and_line(minilm_dir, tmp_path):
     assert "train.tsv, line 3: 3 columns, but the header has 2" in result.stderr
 
 
+@pytest.mark.slow  # layouts: tests/checkpoints; default suite time
 def test_init_checkpoint_in_any_layout_gives_the_same_model(minilm_dir, tmp_path):
     """safetensors (HF names), the original TF1 layout, and a training checkpoint of ours
     (model + optimizer, as run_pretraining.py writes) initialize the same classifier."""

@@ -316,6 +316,7 @@ def test_mismatched_or_unknown_tasks_are_clear_errors(tiny_checkpoint_dir, tiny_
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # README's run_multitask.py command runs the script
 def test_run_multitask_script_end_to_end(tiny_checkpoint_dir, tiny_glue, tmp_path):
     output_dir = tmp_path / "out"
     # No --bert_config_file or --vocab_file: found beside the checkpoint. 1 epoch over the

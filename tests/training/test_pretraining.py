@@ -65,6 +65,7 @@ def _options(records, output_dir, **overrides):
     return PretrainingOptions(**values)
 
 
+@pytest.mark.slow  # 100 s; quick parts below
 def test_tiny_model_overfits_the_sample_and_resumes(sample_records, tmp_path):
     output = tmp_path / "run"
     result = run_pretraining(_options(sample_records, output))
@@ -93,6 +94,37 @@ def test_tiny_model_overfits_the_sample_and_resumes(sample_records, tmp_path):
     # A rerun on the same output_dir resumes at step 250 with its optimizer state.
     resumed = run_pretraining(_options(sample_records, output, num_train_steps=300, do_eval=False))
     assert [step for step, _ in resumed["history"]] == [300]
+
+
+def test_original_layout_checkpoint_holds_the_trained_model(sample_records, tmp_path):
+    """The quick part of the slow overfit test: after a few steps, output_dir/bert_model.ckpt (the
+    original layout) gives the outputs of the runner's object checkpoint."""
+    output = tmp_path / "run"
+    run_pretraining(
+        _options(
+            sample_records,
+            output,
+            num_train_steps=6,
+            num_warmup_steps=2,
+            steps_per_loop=3,
+            save_checkpoints_steps=3,
+            log_steps=3,
+            do_eval=False,
+        )
+    )
+    from_tf1 = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    from_tf1.build()
+    load_bert_weights(from_tf1, str(output / "bert_model.ckpt"), require_heads=True)
+    trained = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    trained.build()
+    load_bert_weights(trained, str(output))  # the runner's object checkpoint, ckpt-6
+    batch = next(iter(pretraining_dataset(sample_records, 4, 128, 20, is_training=False)))
+    a, b = from_tf1(batch, training=False), trained(batch, training=False)
+    np.testing.assert_allclose(a["mlm_logits"], b["mlm_logits"], atol=1e-6)
+    np.testing.assert_allclose(a["next_sentence_logits"], b["next_sentence_logits"], atol=1e-6)
+    untrained = BertPretrainer(BertEncoder.from_bert_config(BertConfig(**TINY)))
+    untrained.build()
+    assert np.abs(untrained(batch, training=False)["mlm_logits"] - a["mlm_logits"]).max() > 1e-3
 
 
 def test_script_flags_and_bad_lengths(sample_records, tmp_path):
