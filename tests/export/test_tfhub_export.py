@@ -22,6 +22,7 @@ def _leftovers(directory):
     return sorted(name for name in os.listdir(directory) if ".tmp-" in name)
 
 
+@pytest.mark.slow  # suite time; README's export_tfhub.py commands run the script
 def test_script_exports_then_refuses_an_existing_path(tiny_checkpoint_dir, tmp_path):
     export_path = tmp_path / "encoder"
     command = [

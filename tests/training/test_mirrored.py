@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO_ROOT
 
 _SCRIPT = r"""
@@ -49,6 +51,7 @@ print(json.dumps({"one": one, "two": two}))
 """
 
 
+@pytest.mark.slow  # suite time; test_multi_worker checks equality to one device
 def test_mirrored_two_devices_equal_one_device(tmp_path):
     import json
 

@@ -293,6 +293,7 @@ def wikitext_records(minilm_dir, tmp_path_factory):
     return path
 
 
+@pytest.mark.slow  # suite time; falling losses: test_left_to_right_objective_trains
 def test_masked_lm_loss_falls_on_wikitext(wikitext_records, tmp_path):
     """MLM only, L2 H32 I64, batch 16, seq 64, lr 3e-3, 150 steps (bench/pretraining_loss_curve.py
     runs a bigger one). Measured: loop means 8.59, 6.71, 6.69, 6.47, 6.05, 6.04."""
