@@ -1,4 +1,5 @@
-"""Fine-tunes BERT on a sentence (pair) classification task: GLUE, XNLI, or any TSV/CSV.
+"""Fine-tunes BERT on a sentence (pair) classification task: GLUE, XNLI, or any TSV/CSV; or
+on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--task_name=conll).
 
   python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
     --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \
@@ -39,17 +40,21 @@ flags.DEFINE_enum(
     list(FEATURE_MODES),
     "finetune: train the whole model (the original). frozen_last / frozen_concat_last4 / "
     "frozen_scalar_mix: keep the encoder frozen (dropout off) and train a head on the [CLS] vector "
-    "of the last layer / of the last 4 layers concatenated / of a learned ScalarMix of all layers "
-    "(written to output_dir/scalar_mix_weights.json).",
+    "(each token's vector for tagging) of the last layer / of the last 4 layers concatenated / of "
+    "a learned ScalarMix of all layers (written to output_dir/scalar_mix_weights.json).",
 )
 flags.DEFINE_string(
     "export_dir", None, "Raw-text serving SavedModel (default output_dir/serving_model; '' skips)."
 )
-# === The generic task (--task_name=generic) and XNLI ===
+# === The generic task (--task_name=generic), conll and XNLI ===
 flags.DEFINE_string("text_a_column", "0", "generic: index or header name of the first text.")
 flags.DEFINE_string("text_b_column", None, "generic: index or name of the second text, if any.")
-flags.DEFINE_string("label_column", "-1", "generic: index or header name of the label.")
-flags.DEFINE_list("labels", None, "generic: the label names (default: those of train).")
+flags.DEFINE_string(
+    "label_column", "-1", "generic: index or header name of the label; conll: the tag's column."
+)
+flags.DEFINE_list(
+    "labels", None, "generic, conll: the label (tag) names (default: those of train)."
+)
 flags.DEFINE_bool("is_regression", False, "generic: the label is a number.")
 flags.DEFINE_bool("has_header", True, "generic: the files start with a header line.")
 flags.DEFINE_string("xnli_language", "zh", "xnli: the language to train and evaluate.")
@@ -69,6 +74,8 @@ def _processor_kwargs() -> dict:
         )
     if task == "xnli":
         return dict(language=FLAGS.xnli_language)
+    if task == "conll":
+        return dict(label_column=FLAGS.label_column, labels=FLAGS.labels)
     return {}
 
 

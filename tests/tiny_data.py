@@ -98,3 +98,49 @@ def write_tiny_checkpoint(directory, **config_overrides):
     model.build()
     save_bert_weights(model, str(directory / "bert_model.ckpt"), "tf1")
     return directory
+
+
+# The tiny tagging task's entities: sentiment words, and two-word animals (B- then I-).
+_TAGGED_ENTITIES = [([word], ["B-POS"]) for word in POSITIVE]
+_TAGGED_ENTITIES += [([word], ["B-NEG"]) for word in NEGATIVE]
+_TAGGED_ENTITIES += [(["brown", "fox"], ["B-ANIMAL", "I-ANIMAL"])]
+_TAGGED_ENTITIES += [(["lazy", "dog"], ["B-ANIMAL", "I-ANIMAL"])]
+# Outside words, some of several wordpieces ("films" = film ##s, "jumped" = jump ##ed).
+_UNTAGGED = FILLER + ["films", "jumped", "over", "the", "that", "."]
+
+
+def tiny_tagged_sentences(count: int, rng: np.random.Generator, long_every: int = 0):
+    """(words, tags) of `count` sentences: 3 to 6 outside words and 1 or 2 entities, shuffled
+    as blocks; with long_every > 0, every long_every-th sentence repeats that 8 times (about
+    50 words, longer than a 32-piece sequence)."""
+    sentences = []
+    for index in range(count):
+        blocks = [([str(word)], ["O"]) for word in rng.choice(_UNTAGGED, size=rng.integers(3, 7))]
+        for entity in rng.choice(len(_TAGGED_ENTITIES), size=rng.integers(1, 3)):
+            blocks.append(_TAGGED_ENTITIES[entity])
+        order = list(rng.permutation(len(blocks)))
+        if long_every and index % long_every == long_every - 1:
+            order *= 8
+        words = [word for block in order for word in blocks[block][0]]
+        tags = [tag for block in order for tag in blocks[block][1]]
+        sentences.append((words, tags))
+    return sentences
+
+
+def write_tiny_tagging_task(directory, seed: int = 0, counts=(64, 32, 16), long_every=8):
+    """Writes train.txt, dev.txt, test.txt of a tiny NER task in CoNLL-2003's layout (`word POS
+    NER`, "-DOCSTART- -X- O" first, a blank line after each sentence); the test file holds words
+    only. Returns {split: [(words, tags)]}."""
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for split, count in zip(("train", "dev", "test"), counts, strict=True):
+        sentences = tiny_tagged_sentences(count, rng, long_every)
+        lines = ["-DOCSTART- -X- O", ""]
+        for words, tags in sentences:
+            for word, tag in zip(words, tags, strict=True):
+                lines.append(word if split == "test" else f"{word} X {tag}")
+            lines.append("")
+        (directory / f"{split}.txt").write_text("\n".join(lines), encoding="utf-8")
+        written[split] = sentences
+    return written

@@ -147,13 +147,20 @@ def classifier_head_entries(head, hidden_size: int) -> list[WeightEntry]:
 
 
 def model_entries(model) -> list[WeightEntry]:
-    """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler).
+    """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler,
+    token tagger).
 
     The model must be built. Heads use the names of the original scripts: `cls/predictions/...`
     and `cls/seq_relationship/...` (run_pretraining.py), `output_weights`/`output_bias`
-    (run_classifier.py), `cls/squad/...` (run_squad.py).
+    (run_classifier.py), `cls/squad/...` (run_squad.py); the tagger's are `cls/tagger/...`.
     """
-    from official_bert.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
+    from official_bert.models import (
+        BertClassifier,
+        BertEncoder,
+        BertPretrainer,
+        BertSpanLabeler,
+        BertTokenTagger,
+    )
 
     if not model.built:
         raise ValueError(f"{type(model).__name__} must be built before its weights are mapped")
@@ -185,6 +192,11 @@ def model_entries(model) -> list[WeightEntry]:
         entries += classifier_head_entries(model.classifier, hidden)
     elif isinstance(model, BertSpanLabeler):
         entries += _output_weights("cls/squad/", model.span.dense, hidden, 2, "span")
+    elif isinstance(model, BertTokenTagger):
+        # No original script tags tokens; the names follow run_squad.py's per-token head.
+        entries += _output_weights(
+            "cls/tagger/", model.tagger.dense, hidden, model.num_tags, "tagger"
+        )
     else:
         raise TypeError(f"no weight table for {type(model).__name__}")
     return entries
@@ -192,7 +204,7 @@ def model_entries(model) -> list[WeightEntry]:
 
 # === Matching a checkpoint against a model ===
 # The parts a model may start without (fine-tuning starts from a checkpoint without them).
-HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span")
+HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span", "tagger")
 
 
 class CheckpointMismatchError(ValueError):

@@ -1,10 +1,12 @@
-"""tf.data input of classification TFRecords (the original run_classifier.py features)."""
+"""tf.data input of classification TFRecords (the original run_classifier.py features) and of
+token tagging TFRecords (data/tagging_features.py)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from official_bert.data.classifier_features import classifier_feature_spec
+from official_bert.data.tagging_features import tagging_feature_spec
 
 # Model input names by original feature name.
 _MODEL_NAMES = {
@@ -14,11 +16,14 @@ _MODEL_NAMES = {
     "label_ids": "label_ids",
     "is_real_example": "is_real_example",
 }
+# What tagging records hold besides (label_ids is per token there).
+_TAGGING_NAMES = ("label_weights", "sentence_index")
 
 
 def inspect_classifier_file(path: str) -> dict:
-    """{"max_seq_length", "is_regression"} of a classification TFRecord file, from its first
-    record; a file of another kind raises ValueError naming the missing features."""
+    """{"max_seq_length", "is_regression", "is_tagging"} of a classification or tagging TFRecord
+    file, from its first record; a file of another kind raises ValueError naming the missing
+    features."""
     first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     if first is None:
         raise ValueError(f"{path}: no records")
@@ -32,6 +37,7 @@ def inspect_classifier_file(path: str) -> dict:
     return {
         "max_seq_length": len(features["input_ids"].int64_list.value),
         "is_regression": bool(features["label_ids"].float_list.value),
+        "is_tagging": all(name in features for name in _TAGGING_NAMES),
     }
 
 
@@ -59,7 +65,9 @@ def classifier_dataset(
 
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
-    regression), is_real_example ([batch] float32, a weight).
+    regression), is_real_example ([batch] float32, a weight). Tagging records: label_ids int32
+    and label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index
+    int32 [batch].
 
     Raises:
       ValueError: the file's sequence length differs from `max_seq_length` (naming both).
@@ -71,24 +79,28 @@ def classifier_dataset(
             f"--max_seq_length={max_seq_length}; delete it to have it rewritten, or pass "
             f"--max_seq_length={info['max_seq_length']}"
         )
-    spec = classifier_feature_spec(max_seq_length, info["is_regression"])
+    if info["is_tagging"]:
+        spec = tagging_feature_spec(max_seq_length)
+    else:
+        spec = classifier_feature_spec(max_seq_length, info["is_regression"])
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
         batch = {}
         for name, value in parsed.items():
-            if name in ("label_ids", "is_real_example"):
+            if value.shape[-1] == 1:  # label_ids of classification, is_real_example, ...
                 value = tf.squeeze(value, -1)
             if name == "is_real_example":
                 value = tf.cast(value, tf.float32)
             elif value.dtype == tf.int64:  # int64 is not supported on TPU
                 value = tf.cast(value, tf.int32)
-            batch[_MODEL_NAMES[name]] = value
+            batch[_MODEL_NAMES.get(name, name)] = value
         if trim_padding:
             longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
             length = tf.minimum((longest + 7) // 8 * 8, max_seq_length)
-            for name in ("input_word_ids", "input_mask", "input_type_ids"):
-                batch[name] = batch[name][:, :length]
+            for name, value in batch.items():
+                if value.shape.rank == 2:  # the inputs, and the labels of tagging
+                    batch[name] = value[:, :length]
         return batch
 
     dataset = tf.data.TFRecordDataset(input_file)

@@ -176,7 +176,8 @@ class DataProcessor:
         return {"processor": type(self).__name__, "labels": self.labels}
 
 
-_PROCESSORS: dict[str, type[DataProcessor]] = {}
+# DataProcessor subclasses, and TaggingProcessor ones (tagging_examples.py).
+_PROCESSORS: dict[str, type] = {}
 
 
 def register_processor(task_name: str):
@@ -190,18 +191,22 @@ def register_processor(task_name: str):
 
 
 def processor_names() -> list[str]:
-    """The registered task names (the GLUE tasks, XNLI, generic, and any registered since)."""
+    """The registered task names (the GLUE tasks, XNLI, generic, conll, and any registered
+    since)."""
     import official_bert.data.glue_processors  # noqa: F401  (registers the GLUE tasks)
+    import official_bert.data.tagging_examples  # noqa: F401  (registers conll)
 
     return sorted(_PROCESSORS)
 
 
-def get_processor(task_name: str, data_dir: str, **kwargs) -> DataProcessor:
-    """The processor of `task_name` (case-insensitive) reading `data_dir`.
+def get_processor(task_name: str, data_dir: str, **kwargs):
+    """The processor of `task_name` (case-insensitive) reading `data_dir`: a DataProcessor, or a
+    TaggingProcessor for a token tagging task.
 
     Keyword arguments go to the processor (e.g. the generic task's column settings).
     """
     import official_bert.data.glue_processors  # noqa: F401  (registers the GLUE tasks)
+    import official_bert.data.tagging_examples  # noqa: F401  (registers conll)
 
     cls = _PROCESSORS.get(task_name.lower())
     if cls is None:

@@ -25,14 +25,8 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
+from official_bert.data.tagging_examples import TaggingProcessor
 
-CLASSIFIER_FEATURE_NAMES = (
-    "input_ids",
-    "input_mask",
-    "segment_ids",
-    "label_ids",
-    "is_real_example",
-)
 # Bumped when what is written for the same inputs changes, so cached files are redone.
 _FORMAT_VERSION = 1
 
@@ -119,13 +113,15 @@ def pad_to_multiple(arrays: dict[str, np.ndarray], multiple: int) -> dict[str, n
 
 
 def write_classifier_records(arrays: dict[str, np.ndarray], path: str) -> None:
-    """Writes the examples of `encode_classifier_examples` to a TFRecord file at `path`, under a
-    temporary name renamed when complete."""
-    is_regression = arrays["label_ids"].dtype.kind == "f"
-    int_names = [
-        name for name in CLASSIFIER_FEATURE_NAMES if not (is_regression and name == "label_ids")
-    ]
-    encoder = ExampleEncoder(int_names, ["label_ids"] if is_regression else [])
+    """Writes the examples of `encode_classifier_examples` (or `encode_tagged_sentences`) to a
+    TFRecord file at `path`, under a temporary name renamed when complete.
+
+    arrays: name -> [num_examples, length]; integer arrays become int64 features, float arrays
+    float features (written after the int ones, each group in the dict's order).
+    """
+    int_names = [name for name, value in arrays.items() if value.dtype.kind in "iub"]
+    float_names = [name for name, value in arrays.items() if value.dtype.kind == "f"]
+    encoder = ExampleEncoder(int_names, float_names)
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
@@ -152,18 +148,22 @@ class ClassifierRecords:
 
 
 def prepare_classifier_records(
-    processor: DataProcessor,
+    processor: DataProcessor | TaggingProcessor,
     split: str,
     packer: BertInputPacker,
     path: str,
     vocab_file: str,
     pad_to_multiple_of: int = 1,
     max_examples: int = 0,
+    encode_examples=encode_classifier_examples,
 ) -> ClassifierRecords:
     """The TFRecords of one split at `path`, written unless an earlier run left them complete
     for the same data file, vocabulary, casing, max_seq_length, task settings and padding.
 
     `max_examples` > 0 keeps only the first examples of the split (a fixed subset).
+    `encode_examples(examples, packer, labels)` makes the arrays: encode_classifier_examples, or
+    tagging_features.encode_tagged_sentences for a TaggingProcessor (whose sentences may take
+    several records each: `num_real_examples` counts records, not sentences).
 
     The summary `<path>.json` is written last, so an interrupted run is redone.
     """
@@ -196,7 +196,8 @@ def prepare_classifier_records(
         examples = examples[:max_examples]
     if not examples:
         raise ValueError(f"{source} holds no examples")
-    arrays = encode_classifier_examples(examples, packer, processor.get_labels())
+    arrays = encode_examples(examples, packer, processor.get_labels())
+    num_real_examples = len(arrays["input_ids"])
     arrays = pad_to_multiple(arrays, pad_to_multiple_of)
     write_classifier_records(arrays, path)
     num_examples = len(arrays["input_ids"])
@@ -206,15 +207,15 @@ def prepare_classifier_records(
             "settings": settings,
             "output_files": [path],
             "num_examples": num_examples,
-            "num_real_examples": len(examples),
+            "num_real_examples": num_real_examples,
         },
     )
     logging.info(
         "Wrote %s: %d examples (%d real) of %s in %.1f s",
         path,
         num_examples,
-        len(examples),
+        num_real_examples,
         source,
         time.time() - start,
     )
-    return ClassifierRecords(path, num_examples, len(examples))
+    return ClassifierRecords(path, num_examples, num_real_examples)

@@ -14,12 +14,15 @@ class ClassificationHead(keras.layers.Layer):
     `cls/seq_relationship`) and the fine-tuning classifier of run_classifier.py (dropout 0.1 on the
     pooled output, then `output_weights`/`output_bias`). With num_classes=1 it is a regressor.
 
+    It also tags tokens (BertTokenTagger): the linear layer applies to the last axis, so a
+    [batch, seq_length, hidden_size] input gives logits per token.
+
     Call arguments:
-      pooled_output: float [batch, hidden_size].
+      pooled_output: float [batch, hidden_size] (or [batch, seq_length, hidden_size]).
       training: bool, switches dropout.
 
     Returns:
-      float32 logits [batch, num_classes].
+      float32 logits [batch, num_classes] (or [batch, seq_length, num_classes]).
     """
 
     def __init__(

@@ -1,5 +1,6 @@
-"""FeatureBasedClassifier: a classifier over frozen BERT features (the paper's feature-based
-approach, section 5.3), with ELMo's learned layer mix as one choice of features."""
+"""FeatureBasedClassifier: a classifier of sentences or of tokens over frozen BERT features (the
+paper's feature-based approach, section 5.3), with ELMo's learned layer mix as one choice of
+features."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from official_bert.layers.classification_head import ClassificationHead
 from official_bert.layers.scalar_mix import ScalarMix
 from official_bert.models.encoder_with_heads import EncoderWithHeads
 
-# What the head reads, all at the [CLS] position (0) of the encoder's layers:
+# What the head reads, at the [CLS] position (0) of the encoder's layers, or at every position
+# when it tags tokens (then with a seq_length axis after batch):
 #   last:         the last layer                          [batch, hidden_size]
 #   concat_last4: the last four layers, concatenated      [batch, 4 * hidden_size]
-#                 (the paper's best feature-based choice, Table 7)
+#                 (the paper's best feature-based choice, Table 7, on CoNLL-2003 NER)
 #   scalar_mix:   ScalarMix over every layer               [batch, hidden_size]
 FEATURES = ("last", "concat_last4", "scalar_mix")
 
@@ -34,7 +36,7 @@ def _freeze(encoder) -> None:
 
 @keras.saving.register_keras_serializable(package="official_bert")
 class FeatureBasedClassifier(EncoderWithHeads):
-    """Sentence (pair) classification on features of a frozen encoder.
+    """Sentence (pair) classification, or token tagging, on features of a frozen encoder.
 
     The encoder is made non-trainable when the model is built and always runs with dropout off (`training=False`),
     so its variables never change and its features are those of inference, as ELMo uses them;
@@ -47,12 +49,14 @@ class FeatureBasedClassifier(EncoderWithHeads):
       num_classes: logits per example (1 for regression).
       features: one of FEATURES.
       dropout_rate: dropout on the features before the linear layer.
+      per_token: False classifies the [CLS] vector; True tags every token (the features of
+        each position, as the paper's feature-based NER).
 
     Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
     (int32 [batch, seq_length]).
 
     Returns:
-      float32 logits [batch, num_classes].
+      float32 logits [batch, num_classes], or [batch, seq_length, num_classes] per token.
     """
 
     def __init__(
@@ -61,6 +65,7 @@ class FeatureBasedClassifier(EncoderWithHeads):
         num_classes: int,
         features: str = "last",
         dropout_rate: float = 0.1,
+        per_token: bool = False,
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
@@ -74,6 +79,7 @@ class FeatureBasedClassifier(EncoderWithHeads):
         self.num_classes = num_classes
         self.features = features
         self.dropout_rate = dropout_rate
+        self.per_token = per_token
         self.feature_size = encoder.hidden_size * (4 if features == "concat_last4" else 1)
 
         # === Layers ===
@@ -95,21 +101,25 @@ class FeatureBasedClassifier(EncoderWithHeads):
         _freeze(self.encoder)
         if self.scalar_mix is not None:
             self.scalar_mix.build()
-        self.classifier.build((None, self.feature_size))
+        positions = (None,) if self.per_token else ()
+        self.classifier.build((None, *positions, self.feature_size))
         self.built = True
 
-    def cls_features(self, inputs):
-        """The head's input: [batch, feature_size] in the encoder's compute dtype."""
+    def features_of(self, inputs):
+        """The head's input in the encoder's compute dtype: [batch, feature_size], or
+        [batch, seq_length, feature_size] per token."""
         layers = self.encoder(inputs, training=False)["encoder_outputs"]
+        if not self.per_token:
+            # Every choice is linear per position: the [CLS] vectors alone give the same result.
+            layers = [layer[:, 0] for layer in layers]
         if self.features == "last":
-            return layers[-1][:, 0, :]
+            return layers[-1]
         if self.features == "concat_last4":
-            return ops.concatenate([layer[:, 0, :] for layer in layers[-4:]], axis=-1)
-        # The mix is linear per position: mixing the [CLS] vectors alone gives the same result.
-        return self.scalar_mix([layer[:, 0, :] for layer in layers])
+            return ops.concatenate(layers[-4:], axis=-1)
+        return self.scalar_mix(layers)
 
     def call(self, inputs, training=None):
-        return self.classifier(self.cls_features(inputs), training=training)
+        return self.classifier(self.features_of(inputs), training=training)
 
     # === Config ===
     def get_config(self):
@@ -118,5 +128,6 @@ class FeatureBasedClassifier(EncoderWithHeads):
             num_classes=self.num_classes,
             features=self.features,
             dropout_rate=self.dropout_rate,
+            per_token=self.per_token,
         )
         return config

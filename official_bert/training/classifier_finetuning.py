@@ -14,7 +14,12 @@ from official_bert.config import BertConfig, check_vocab_matches_config, write_t
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.classifier_dataset import classifier_dataset
 from official_bert.data.classifier_examples import DataProcessor, get_processor
-from official_bert.data.classifier_features import ClassifierRecords, prepare_classifier_records
+from official_bert.data.classifier_features import (
+    ClassifierRecords,
+    encode_classifier_examples,
+    prepare_classifier_records,
+)
+from official_bert.data.tagging_examples import TaggingProcessor
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
 from official_bert.export.exported_bert_encoder import ExportedBertEncoder
@@ -142,8 +147,10 @@ def split_records(
     options: FinetuningOptions,
     batch_size: int,
     setup: FinetuningSetup,
+    encode_examples=encode_classifier_examples,
 ) -> ClassifierRecords:
-    """The cached TFRecords of one split ("train", "dev", "test") in `directory`.
+    """The cached TFRecords of one split ("train", "dev", "test") in `directory`, made by
+    `encode_examples` (see prepare_classifier_records).
 
     A TPU needs every batch full: eval and predict sets are padded with examples that have
     is_real_example = 0, as the original did with PaddingInputExample.
@@ -156,6 +163,38 @@ def split_records(
         options.vocab_file,
         pad_to_multiple_of=batch_size if setup.is_tpu and split != "train" else 1,
         max_examples=options.max_train_examples if split == "train" else 0,
+        encode_examples=encode_examples,
+    )
+
+
+def requested_split_records(
+    processor: DataProcessor | TaggingProcessor,
+    packer: BertInputPacker,
+    options: ClassifierOptions,
+    setup: FinetuningSetup,
+    encode_examples=encode_classifier_examples,
+) -> tuple[ClassifierRecords | None, ClassifierRecords | None, ClassifierRecords | None]:
+    """The records of the train, dev and test splits in output_dir, each None unless do_train,
+    do_eval, do_predict asks for it. All are read before training, so bad data fails fast."""
+    asked = {
+        "train": (options.do_train, options.train_batch_size),
+        "dev": (options.do_eval, options.eval_batch_size),
+        "test": (options.do_predict, options.predict_batch_size),
+    }
+    return tuple(
+        split_records(
+            processor,
+            split,
+            packer,
+            options.output_dir,
+            options,
+            batch_size,
+            setup,
+            encode_examples,
+        )
+        if wanted
+        else None
+        for split, (wanted, batch_size) in asked.items()
     )
 
 
@@ -165,9 +204,10 @@ def predict_records(
     batch_size: int,
     options: FinetuningOptions,
     setup: FinetuningSetup,
+    keep: tuple[str, ...] = ("label_ids",),
 ) -> dict[str, np.ndarray]:
     """The model's outputs on the real examples of `records`, in file order: predict()'s arrays
-    (the model's outputs and label_ids) without the TPU padding examples."""
+    (the model's outputs and the batch fields of `keep`) without the TPU padding examples."""
     dataset = classifier_dataset(
         records.path,
         batch_size,
@@ -176,7 +216,7 @@ def predict_records(
         drop_remainder=setup.is_tpu,
         trim_padding=setup.trim_padding,
     )
-    outputs = predict(setup.strategy, model, dataset, keep=("label_ids", "is_real_example"))
+    outputs = predict(setup.strategy, model, dataset, keep=(*keep, "is_real_example"))
     real = outputs.pop("is_real_example") > 0
     return {name: value[real] for name, value in outputs.items()}
 
@@ -194,6 +234,60 @@ def evaluate_classifier(
     write_eval_results(path, eval_results, step)
     logging.info("Eval results (%s): %s", path, eval_results)
     return eval_results
+
+
+def create_encoder(options: ClassifierOptions):
+    """The encoder to fine-tune: the exported encoder of hub_module_handle (float32, as
+    exported), else a BertEncoder of bert_config in options.dtype (weights loaded later)."""
+    if options.hub_module_handle:
+        return ExportedBertEncoder(options.hub_module_handle)
+    return BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+
+
+def initialize_model(model, options: ClassifierOptions) -> None:
+    """Loads the starting weights into a new model (the runner's initialize_fn)."""
+    if options.hub_module_handle:
+        logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
+    else:
+        # The head is new unless the checkpoint was fine-tuned already; a feature-based head is
+        # always new (its input is not the encoder's output the checkpoint's head was trained on).
+        target = model if options.feature_mode == "finetune" else model.encoder
+        load_init_checkpoint(target, options.init_checkpoint)
+
+
+def train_model(
+    runner,
+    train_records: ClassifierRecords,
+    num_train_steps: int,
+    options: ClassifierOptions,
+    setup: FinetuningSetup,
+) -> dict:
+    """Trains runner.model on train_records for num_train_steps (from the last checkpoint), then
+    writes the learned layer mix of feature_mode frozen_scalar_mix to output_dir.
+
+    Returns {"history": [(step, loss)], "train_seconds", and "scalar_mix" (the dict written to
+    scalar_mix_weights.json) for frozen_scalar_mix}.
+    """
+    logging.info(
+        "Training: %d examples, batch %d, %d steps (%d warm-up)",
+        train_records.num_examples,
+        options.train_batch_size,
+        num_train_steps,
+        int(num_train_steps * options.warmup_proportion),
+    )
+    start = time.time()
+    results = {
+        "history": runner.train(
+            train_dataset_fn(classifier_dataset, train_records.path, options, setup),
+            options.train_batch_size,
+        )
+    }
+    results["train_seconds"] = time.time() - start
+    if options.feature_mode == "frozen_scalar_mix" and runner.is_chief:
+        path = os.path.join(options.output_dir, SCALAR_MIX_WEIGHTS_FILE)
+        results["scalar_mix"] = write_scalar_mix_weights(path, runner.model.scalar_mix)
+        logging.info("Learned layer mix (%s): %s", path, results["scalar_mix"])
+    return results
 
 
 def run_classifier(options: ClassifierOptions) -> dict:
@@ -217,33 +311,24 @@ def run_classifier(options: ClassifierOptions) -> dict:
     """
     validate_classifier_options(options)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_kwargs)
+    if isinstance(processor, TaggingProcessor):
+        from official_bert.training.tagging_finetuning import run_token_tagging
+
+        return run_token_tagging(options, processor)
     labels = processor.get_labels()
     num_classes = 1 if labels is None else len(labels)
     setup = start_finetuning(options)
     packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
 
-    def records(split, batch_size):
-        return split_records(
-            processor, split, packer, options.output_dir, options, batch_size, setup
-        )
-
-    # Read every split that is asked for before training, so bad data fails fast.
-    train_records = eval_records = test_records = None
-    if options.do_train:
-        train_records = records("train", options.train_batch_size)
-    if options.do_eval:
-        eval_records = records("dev", options.eval_batch_size)
-    if options.do_predict:
-        test_records = records("test", options.predict_batch_size)
+    train_records, eval_records, test_records = requested_split_records(
+        processor, packer, options, setup
+    )
     num_train_steps = 0
     if train_records is not None:
         num_train_steps = epoch_train_steps(train_records.num_examples, options)
 
     def model_fn():
-        if options.hub_module_handle:
-            encoder = ExportedBertEncoder(options.hub_module_handle)  # float32, as exported
-        else:
-            encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+        encoder = create_encoder(options)
         if options.feature_mode == "finetune":
             model = BertClassifier(encoder, num_classes=num_classes)
         else:
@@ -258,36 +343,10 @@ def run_classifier(options: ClassifierOptions) -> dict:
     runner = finetuning_runner(
         options, setup, model_fn, classifier_loss_fn(labels is None), num_train_steps
     )
-
-    def initialize(model):
-        if options.hub_module_handle:
-            logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
-        else:
-            # The classifier head is new unless the checkpoint was fine-tuned already; a
-            # feature-based head is always new (its input is not the pooled output).
-            target = model if options.feature_mode == "finetune" else model.encoder
-            load_init_checkpoint(target, options.init_checkpoint)
-
-    runner.restore_or_initialize(initialize)
+    runner.restore_or_initialize(lambda model: initialize_model(model, options))
     results: dict = {"history": []}
     if train_records is not None:
-        logging.info(
-            "Training: %d examples, batch %d, %d steps (%d warm-up)",
-            train_records.num_examples,
-            options.train_batch_size,
-            num_train_steps,
-            int(num_train_steps * options.warmup_proportion),
-        )
-        start = time.time()
-        results["history"] = runner.train(
-            train_dataset_fn(classifier_dataset, train_records.path, options, setup),
-            options.train_batch_size,
-        )
-        results["train_seconds"] = time.time() - start
-        if options.feature_mode == "frozen_scalar_mix" and runner.is_chief:
-            path = os.path.join(options.output_dir, SCALAR_MIX_WEIGHTS_FILE)
-            results["scalar_mix"] = write_scalar_mix_weights(path, runner.model.scalar_mix)
-            logging.info("Learned layer mix (%s): %s", path, results["scalar_mix"])
+        results.update(train_model(runner, train_records, num_train_steps, options, setup))
         if options.export_dir != "":
             export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
             results["export_dir"] = export_classifier_serving_model(

@@ -61,9 +61,11 @@ def finetuning_runner(
     model_fn,
     loss_fn,
     num_train_steps: int,
+    loss_denominators_fn=None,
 ) -> Runner:
     """The Runner of a fine-tuning run: create_optimizer's schedule with warm-up over the first
-    warmup_proportion of num_train_steps (0 when not training)."""
+    warmup_proportion of num_train_steps (0 when not training). loss_fn and
+    loss_denominators_fn: as Runner's."""
     num_warmup_steps = int(num_train_steps * options.warmup_proportion)
 
     def optimizer_fn():
@@ -88,6 +90,7 @@ def finetuning_runner(
             keep_checkpoint_max=options.keep_checkpoint_max,
             log_steps=options.log_steps,
         ),
+        loss_denominators_fn=loss_denominators_fn,
     )
 
 

@@ -21,7 +21,8 @@ def predict(
 
     Returns:
       numpy arrays concatenated over batches: "outputs" (or the model's own output names when it
-      returns a dict), as float32, and each field of `keep`. Under a multi-worker strategy only
+      returns a dict), as float32, and each field of `keep`; per-token arrays of batches with
+      trimmed padding are zero-padded to the longest batch. Under a multi-worker strategy only
       this worker's share of the data is returned.
     """
     distributed = strategy.experimental_distribute_dataset(dataset)
@@ -45,4 +46,16 @@ def predict(
             # Replicas hold consecutive slices of the batch: their concatenation keeps the order.
             for local in strategy.experimental_local_results(value):
                 collected[name].append(local.numpy())
-    return {name: np.concatenate(parts) for name, parts in collected.items()}
+    return {name: _concatenate_padded(parts) for name, parts in collected.items()}
+
+
+def _concatenate_padded(parts: list[np.ndarray]) -> np.ndarray:
+    """Concatenates batches along axis 0; batches cut to their own sequence length (trimmed
+    padding) are zero-padded on axis 1 to the longest first."""
+    if len({part.shape[1:] for part in parts}) > 1:
+        longest = max(part.shape[1] for part in parts)
+        parts = [
+            np.pad(part, [(0, 0), (0, longest - part.shape[1])] + [(0, 0)] * (part.ndim - 2))
+            for part in parts
+        ]
+    return np.concatenate(parts)

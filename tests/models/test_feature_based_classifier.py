@@ -33,6 +33,25 @@ def test_logits_are_the_head_over_the_cls_features(features):
     np.testing.assert_allclose(model(inputs), cls @ kernel + bias, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("features", ["last", "concat_last4", "scalar_mix"])
+def test_per_token_logits_are_the_head_over_each_position(features):
+    model = _model(features, per_token=True)
+    inputs = random_inputs()
+    layers = [np.asarray(x) for x in model.encoder(inputs, training=False)["encoder_outputs"]]
+    if model.scalar_mix is not None:
+        model.scalar_mix.scalar_weights.assign([-1e9, 0.0, -1e9, -1e9])
+    tokens = {
+        "last": layers[-1],
+        "concat_last4": np.concatenate(layers[-4:], axis=-1),
+        # One-hot weights pick layer 1 (gamma 1).
+        "scalar_mix": layers[1],
+    }[features]
+    kernel, bias = (np.asarray(v) for v in model.classifier.dense.weights)
+    logits = np.asarray(model(inputs))
+    assert logits.shape == (*tokens.shape[:2], 3)
+    np.testing.assert_allclose(logits, tokens @ kernel + bias, rtol=1e-5, atol=1e-5)
+
+
 def test_only_the_head_and_the_mix_train_and_encoder_dropout_stays_off():
     model = _model("scalar_mix", dropout_rate=0.0)
     names = [v.path.split("/", 1)[1] for v in model.trainable_variables]

@@ -1,0 +1,141 @@
+"""Tagged sentences as TFRecords for token tagging, and their predictions back to words.
+
+Each word is tokenized on its own (the pieces of `FullTokenizer` for that word) and its tag goes
+on its first wordpiece; the other pieces, [CLS], [SEP] and padding carry weight 0, so loss and
+metrics count each word once (the BERT paper's NER setup, section 5.3). A sentence longer than
+max_seq_length - 2 pieces is split at word boundaries into several records, so every word is
+tagged (a single word longer than that keeps its first max_seq_length - 2 pieces).
+
+Features: input_ids, input_mask, segment_ids (all 0), label_ids (int64 [max_seq_length], the tag
+id at each word's first piece, else 0), label_weights (float [max_seq_length], 1.0 at each word's
+first piece, also in unlabeled test files, where it marks the words to predict), is_real_example
+(int64 [1]) and sentence_index (int64 [1], the record's sentence in its file, in order).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.tagging_examples import TaggedSentence
+
+
+def tagging_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:
+    """The parse spec of tagging records."""
+    sequence = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    return {
+        "input_ids": sequence,
+        "input_mask": sequence,
+        "segment_ids": sequence,
+        "label_ids": sequence,
+        "label_weights": tf.io.FixedLenFeature([max_seq_length], tf.float32),
+        "is_real_example": tf.io.FixedLenFeature([1], tf.int64),
+        "sentence_index": tf.io.FixedLenFeature([1], tf.int64),
+    }
+
+
+def _word_pieces(words: list[str], packer: BertInputPacker, batch_size: int) -> list[np.ndarray]:
+    """The wordpiece ids of each word (int32 arrays); a word the tokenizer drops entirely
+    (control characters only) becomes [UNK], so that it still gets a prediction."""
+    tokenizer = packer.tokenizer
+    pieces = []
+    for start in range(0, len(words), batch_size):
+        ragged = tokenizer.tokenize(tf.constant(words[start : start + batch_size], tf.string))
+        values = ragged.flat_values.numpy()
+        splits = ragged.row_splits.numpy()
+        pieces += np.split(values, splits[1:-1])
+    unk = np.array([tokenizer.unk_id], np.int32)
+    return [word if len(word) else unk for word in pieces]
+
+
+def encode_tagged_sentences(
+    sentences: list[TaggedSentence],
+    packer: BertInputPacker,
+    labels: list[str],
+    batch_size: int = 50_000,
+) -> dict[str, np.ndarray]:
+    """Tokenizes and packs sentences, one or more records each (see the module docstring).
+
+    Args:
+      sentences: the sentences; without tags (test files) every label id is 0.
+      packer: its tokenizer and max_seq_length are used ([CLS] words [SEP], one segment).
+      labels: the tag names (index = tag id). Tags outside them (only in test files, whose tags
+        are never used) get id 0.
+      batch_size: words tokenized per call.
+
+    Returns:
+      {"input_ids", "input_mask", "segment_ids", "label_ids"}: int64 [n, max_seq_length];
+      "label_weights": float32 [n, max_seq_length]; "is_real_example", "sentence_index": int64
+      [n, 1]; n >= len(sentences) records in sentence order.
+    """
+    length = packer.max_seq_length
+    budget = length - 2
+    tag_ids = {tag: index for index, tag in enumerate(labels)}
+    pieces = _word_pieces(
+        [word for sentence in sentences for word in sentence.words], packer, batch_size
+    )
+    chunks = []  # (sentence index, [(pieces, tag id)])
+    next_word = 0
+    for index, sentence in enumerate(sentences):
+        tags = sentence.tags or [None] * len(sentence.words)
+        chunk, used = [], 0
+        for tag in tags:
+            word = pieces[next_word][:budget]
+            next_word += 1
+            if chunk and used + len(word) > budget:
+                chunks.append((index, chunk))
+                chunk, used = [], 0
+            chunk.append((word, tag_ids.get(tag, 0)))
+            used += len(word)
+        chunks.append((index, chunk))
+    arrays = {
+        "input_ids": np.zeros([len(chunks), length], np.int64),
+        "input_mask": np.zeros([len(chunks), length], np.int64),
+        "segment_ids": np.zeros([len(chunks), length], np.int64),
+        "label_ids": np.zeros([len(chunks), length], np.int64),
+        "label_weights": np.zeros([len(chunks), length], np.float32),
+        "is_real_example": np.ones([len(chunks), 1], np.int64),
+        "sentence_index": np.zeros([len(chunks), 1], np.int64),
+    }
+    for row, (index, chunk) in enumerate(chunks):
+        ids = np.concatenate(
+            [[packer.tokenizer.cls_id], *[word for word, _ in chunk], [packer.tokenizer.sep_id]]
+        )
+        starts = 1 + np.cumsum([0] + [len(word) for word, _ in chunk[:-1]])
+        arrays["input_ids"][row, : len(ids)] = ids
+        arrays["input_mask"][row, : len(ids)] = 1
+        arrays["label_ids"][row, starts] = [tag for _, tag in chunk]
+        arrays["label_weights"][row, starts] = 1.0
+        arrays["sentence_index"][row, 0] = index
+    return arrays
+
+
+def word_predictions(
+    outputs: np.ndarray, label_weights: np.ndarray, sentence_index: np.ndarray, num_sentences: int
+) -> list[np.ndarray]:
+    """Reassembles per-record outputs into per-sentence, per-word outputs.
+
+    Args:
+      outputs: [records, seq_length, ...] (tag logits or ids), records in file order.
+      label_weights: [records, seq_length], 1 at each word's first piece.
+      sentence_index: [records] the sentence of each record (non-decreasing).
+      num_sentences: how many sentences the file holds.
+
+    Returns:
+      For each sentence, outputs[..., word positions, ...] of its words in order: an array
+      [num_words, ...].
+
+    Raises:
+      ValueError: a sentence without records (the records do not belong to these sentences).
+    """
+    words = [[] for _ in range(num_sentences)]
+    for row, index in enumerate(np.asarray(sentence_index).reshape(-1)):
+        words[int(index)].append(outputs[row][np.asarray(label_weights[row]) > 0])
+    missing = [index for index, parts in enumerate(words) if not parts]
+    if missing:
+        raise ValueError(
+            f"no records for sentences {missing[:5]} of {num_sentences}: the records and the "
+            "sentences do not match"
+        )
+    return [np.concatenate(parts) for parts in words]

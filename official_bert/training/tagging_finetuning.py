@@ -1,0 +1,150 @@
+"""Fine-tuning BERT to tag words (named entities, part-of-speech) with the runner:
+run_classifier.py with a tagging task (`--task_name=conll`).
+
+The original release had no tagging script; the BERT paper's CoNLL-2003 NER experiments
+(section 5.3) are the model: a linear layer on each word's first wordpiece, fine-tuned end to end
+or over frozen features (--feature_mode, as for classification).
+"""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+from absl import logging
+
+from official_bert.config import write_text_atomically
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.tagging_examples import TaggedSentence, TaggingProcessor
+from official_bert.data.tagging_features import encode_tagged_sentences, word_predictions
+from official_bert.evaluation.tagging_metrics import tagging_metrics
+from official_bert.models import BertTokenTagger, FeatureBasedClassifier
+from official_bert.training.classifier_finetuning import (
+    ClassifierOptions,
+    create_encoder,
+    initialize_model,
+    predict_records,
+    requested_split_records,
+    train_model,
+)
+from official_bert.training.classifier_objective import mean_eval_loss
+from official_bert.training.finetuning import (
+    epoch_train_steps,
+    finetuning_runner,
+    start_finetuning,
+)
+from official_bert.training.runner import write_eval_results
+from official_bert.training.tagging_objective import tagging_loss, tagging_loss_denominators
+
+
+def write_tagged_file(
+    path: str, sentences: list[TaggedSentence], predicted: list[list[str]], with_gold: bool
+) -> None:
+    """Writes predictions in the CoNLL layout: `word predicted` (or `word gold predicted`, the
+    input of conlleval) per line, a blank line after each sentence."""
+    lines = []
+    for sentence, tags in zip(sentences, predicted, strict=True):
+        for position, (word, tag) in enumerate(zip(sentence.words, tags, strict=True)):
+            columns = [word, sentence.tags[position], tag] if with_gold else [word, tag]
+            lines.append(" ".join(columns) + "\n")
+        lines.append("\n")
+    write_text_atomically(path, "".join(lines))
+
+
+def _word_logits(model, records, sentences, batch_size, options, setup) -> list[np.ndarray]:
+    """Per sentence, the tag logits of its words (float32 [num_words, num_tags])."""
+    outputs = predict_records(
+        model, records, batch_size, options, setup, keep=("label_weights", "sentence_index")
+    )
+    return word_predictions(
+        outputs["outputs"], outputs["label_weights"], outputs["sentence_index"], len(sentences)
+    )
+
+
+def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -> dict:
+    """Trains, evaluates and/or predicts a tagging task (called by run_classifier for a
+    TaggingProcessor's task).
+
+    Writes to output_dir: train/eval/predict .tf_record (reused while inputs and settings are
+    unchanged), checkpoints (a rerun resumes), eval_results.txt ("key = value": eval_accuracy
+    over words, eval_loss, and for entity tags (B-/I-/E-/S-) eval_precision, eval_recall,
+    eval_f1 and eval_<type>_f1, conlleval's entity scores; global_step), eval_predictions.txt
+    (`word gold predicted`) and test_predictions.txt (`word predicted`), both in the CoNLL
+    layout, and for frozen_scalar_mix scalar_mix_weights.json. Every word is tagged, also in
+    sentences longer than max_seq_length (see data/tagging_features.py).
+
+    The raw-text serving SavedModel of classification is not written for tagging (export_dir is
+    ignored): its output is per wordpiece, which needs the word alignment done here.
+
+    Returns:
+      {"history": [(step, loss)], "eval": {...}, "predictions": per test sentence its tags,
+       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}.
+    """
+    labels = processor.get_labels()
+    setup = start_finetuning(options)
+    packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
+    train_records, eval_records, test_records = requested_split_records(
+        processor, packer, options, setup, encode_tagged_sentences
+    )
+    num_train_steps = 0
+    if train_records is not None:
+        num_train_steps = epoch_train_steps(train_records.num_examples, options)
+
+    def model_fn():
+        encoder = create_encoder(options)
+        if options.feature_mode == "finetune":
+            model = BertTokenTagger(encoder, num_tags=len(labels))
+        else:
+            model = FeatureBasedClassifier(
+                encoder,
+                num_classes=len(labels),
+                features=options.feature_mode.removeprefix("frozen_"),
+                per_token=True,
+            )
+        model.build()
+        return model
+
+    runner = finetuning_runner(
+        options, setup, model_fn, tagging_loss, num_train_steps, tagging_loss_denominators
+    )
+    runner.restore_or_initialize(lambda model: initialize_model(model, options))
+    results: dict = {"history": []}
+    if train_records is not None:
+        results.update(train_model(runner, train_records, num_train_steps, options, setup))
+        if options.export_dir:
+            logging.warning("export_dir is ignored for tagging tasks (no serving model)")
+
+    if eval_records is not None:
+        sentences = processor.get_examples("dev")
+        logits = _word_logits(
+            runner.model, eval_records, sentences, options.eval_batch_size, options, setup
+        )
+        predicted = [[labels[i] for i in np.argmax(words, axis=-1)] for words in logits]
+        metrics = tagging_metrics([list(s.tags) for s in sentences], predicted, labels)
+        eval_results = {f"eval_{name}": value for name, value in metrics.items()}
+        tag_ids = {tag: index for index, tag in enumerate(labels)}
+        gold = np.array([tag_ids[tag] for sentence in sentences for tag in sentence.tags])
+        eval_results["eval_loss"] = mean_eval_loss(
+            np.concatenate(logits), gold, np.ones(len(gold)), is_regression=False
+        )
+        write_eval_results(
+            os.path.join(options.output_dir, "eval_results.txt"), eval_results, runner.step
+        )
+        logging.info("Eval results: %s", eval_results)
+        write_tagged_file(
+            os.path.join(options.output_dir, "eval_predictions.txt"), sentences, predicted, True
+        )
+        results["eval"] = eval_results
+    if test_records is not None:
+        sentences = processor.get_examples("test")
+        logits = _word_logits(
+            runner.model, test_records, sentences, options.predict_batch_size, options, setup
+        )
+        predicted = [[labels[i] for i in np.argmax(words, axis=-1)] for words in logits]
+        path = os.path.join(options.output_dir, "test_predictions.txt")
+        write_tagged_file(path, sentences, predicted, with_gold=False)
+        logging.info("Wrote the tags of %d test sentences to %s", len(sentences), path)
+        results["predictions"] = predicted
+    keras.backend.clear_session()
+    return results
