@@ -11,6 +11,7 @@ from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.models import BertEncoder
 from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+from tests.conftest import REPO_ROOT
 from tests.tiny_data import write_tiny_checkpoint, write_tiny_tagging_task
 
 
@@ -130,3 +131,32 @@ def test_frozen_scalar_mix_tagger_trains_the_head_only_and_resumes(
     again = run_classifier(options)
     assert again["history"] == []
     assert again["eval"] == pytest.approx(results["eval"])
+
+
+@pytest.mark.slow  # two MiniLM runs, about 80 s; all modes: bench/tagging_feature_modes.py
+@pytest.mark.parametrize("pretrained", [True, False])
+def test_frozen_minilm_features_tag_unseen_names(minilm_dir, tmp_path, pretrained):
+    """On samples/entities, whose dev names never occur in train, a linear tagger over the scalar
+    mix of frozen all-MiniLM-L6-v2 layers finds most entities; over the same architecture with
+    random weights it finds few."""
+    results = run_classifier(
+        ClassifierOptions(
+            bert_config=read_bert_config(str(minilm_dir / "config.json")),
+            vocab_file=str(minilm_dir / "vocab.txt"),
+            init_checkpoint=str(minilm_dir) if pretrained else None,
+            task_name="conll",
+            data_dir=str(REPO_ROOT / "samples" / "entities"),
+            output_dir=str(tmp_path / "out"),
+            do_train=True,
+            do_eval=True,
+            max_seq_length=48,
+            train_batch_size=16,
+            eval_batch_size=32,
+            learning_rate=1e-3,
+            num_train_epochs=4.0,
+            seed=1,
+            feature_mode="frozen_scalar_mix",
+        )
+    )
+    f1 = results["eval"]["eval_f1"]
+    assert f1 >= 0.7 if pretrained else f1 <= 0.4, results["eval"]
