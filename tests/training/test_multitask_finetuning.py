@@ -19,6 +19,7 @@ from official_bert.data.multitask_dataset import (
     task_sampling_probabilities,
 )
 from official_bert.models import BertEncoder, MultiTaskClassifier
+from official_bert.training import multitask_finetuning
 from official_bert.training.classifier_objective import mean_eval_loss, regression_loss, softmax
 from official_bert.training.multitask_finetuning import (
     MultiTaskOptions,
@@ -306,6 +307,58 @@ def test_each_task_predicts_its_test_set_into_its_folder(multitask_run):
     cola = results["predictions"]["cola"]
     np.testing.assert_allclose(cola.sum(axis=1), 1.0, atol=1e-6)
     assert np.all(cola >= 0)
+
+
+def test_a_rerun_resumes_where_the_first_run_stopped(
+    multitask_run, tiny_checkpoint_dir, tiny_glue, tmp_path, monkeypatch
+):
+    """A rerun on (a copy of) the first run's output_dir, 20 steps with a checkpoint every 5,
+    asked for 30 steps: it restores step 20, the 20 batches read (so the task sequence goes on
+    rather than starting over) and the first run's final weights, the encoder and both heads as
+    the first run wrote them in the original layout; then it trains steps 21 to 30 only."""
+    _, first_dir = multitask_run
+    output_dir = tmp_path / "rerun"
+    shutil.copytree(first_dir, output_dir)
+    final = {task: load_task_classifier(str(first_dir), task) for task in ("cola", "sts-b")}
+
+    at_start = {}
+    make_runner = multitask_finetuning.finetuning_runner
+
+    def recording_runner(*args, **kwargs):
+        runner = make_runner(*args, **kwargs)
+        train = runner.train
+
+        def train_after_recording(*train_args):
+            at_start["step"] = runner.step
+            at_start["batches_read"] = int(runner.checkpoint.train_batches_read.numpy())
+            at_start["encoder"] = [v.numpy() for v in runner.model.encoder.trainable_weights]
+            at_start["heads"] = {
+                task: [v.numpy() for v in runner.model.head(task).trainable_weights]
+                for task in final
+            }
+            return train(*train_args)
+
+        runner.train = train_after_recording
+        return runner
+
+    monkeypatch.setattr(multitask_finetuning, "finetuning_runner", recording_runner)
+    results = run_multitask(
+        _options(tiny_checkpoint_dir, tiny_glue, output_dir, num_train_steps=30, do_eval=False)
+    )
+
+    assert at_start["step"] == at_start["batches_read"] == 20
+    assert [step for step, _ in results["history"]] == [25, 30]
+    assert (output_dir / "ckpt-30.index").exists()
+    encoder = final["cola"].encoder.trainable_weights
+    assert len(at_start["encoder"]) == len(encoder)
+    for value, expected in zip(at_start["encoder"], encoder, strict=True):
+        np.testing.assert_array_equal(value, expected.numpy(), err_msg=expected.path)
+    for task, model in final.items():
+        head = model.classifier.trainable_weights
+        for value, expected in zip(at_start["heads"][task], head, strict=True):
+            np.testing.assert_array_equal(
+                value, expected.numpy(), err_msg=f"{task} {expected.path}"
+            )
 
 
 def test_mixed_batches_are_single_task(multitask_run):
