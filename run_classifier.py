@@ -20,13 +20,12 @@ from official_bert.training.finetuning_flags import define_finetuning_flags, fin
 
 FLAGS = flags.FLAGS
 
-# The original model, data and training flags, the runner's flags, --seed, --trim_padding, ...
+# The original model, data, training and prediction flags, the runner's flags, --seed,
+# --trim_padding, ...
 define_finetuning_flags()
 # === The original flags of one task ===
 flags.DEFINE_string("data_dir", None, "The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
 flags.DEFINE_string("task_name", None, f"The task: one of {processor_names()}.")
-flags.DEFINE_bool("do_predict", False, "Whether to predict the test set (test_results.tsv).")
-flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
 # === TF2 flags ===
 flags.DEFINE_string(
     "hub_module_handle",
@@ -93,8 +92,6 @@ def main(_):
             **finetuning_flag_values(**module_defaults),
             task_name=FLAGS.task_name,
             data_dir=FLAGS.data_dir,
-            do_predict=FLAGS.do_predict,
-            predict_batch_size=FLAGS.predict_batch_size,
             processor_kwargs=_processor_kwargs(),
             export_dir=FLAGS.export_dir,
             hub_module_handle=FLAGS.hub_module_handle,

@@ -1,8 +1,11 @@
 """Fine-tunes one BERT encoder on several GLUE-style tasks at once, a classification or
-regression head per task; each step trains on one task's batch.
+regression head per task; each step trains on one task's batch. --do_eval evaluates every task
+on its dev set, --do_predict writes every task's test predictions to
+output_dir/<task>/test_results.tsv (run_classifier.py's format).
 
   python run_multitask.py --task_names=mrpc,sts-b,cola \
-    --data_dirs=$GLUE_DIR/MRPC,$GLUE_DIR/STS-B,$GLUE_DIR/CoLA --do_train=true --do_eval=true \
+    --data_dirs=$GLUE_DIR/MRPC,$GLUE_DIR/STS-B,$GLUE_DIR/CoLA \
+    --do_train=true --do_eval=true --do_predict=true \
     --vocab_file=$BERT_BASE_DIR/vocab.txt --bert_config_file=$BERT_BASE_DIR/bert_config.json \
     --init_checkpoint=$BERT_BASE_DIR/bert_model.ckpt --max_seq_length=128 \
     --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/multitask/
@@ -18,14 +21,18 @@ from official_bert.training.multitask_finetuning import MultiTaskOptions, run_mu
 
 FLAGS = flags.FLAGS
 
-# run_classifier.py's model, data and training flags, the runner's flags, --seed, ...
+# run_classifier.py's model, data, training and prediction flags (--do_predict,
+# --predict_batch_size), the runner's flags, --seed, ...
 define_finetuning_flags()
 # === The tasks ===
 flags.DEFINE_list(
     "task_names", None, f"The tasks, comma-separated: each one of {processor_names()}."
 )
 flags.DEFINE_list(
-    "data_dirs", None, "Each task's folder (train.tsv, dev.tsv), comma-separated, in task order."
+    "data_dirs",
+    None,
+    "Each task's folder (train.tsv, dev.tsv; test.tsv for --do_predict), comma-separated, in task "
+    "order.",
 )
 flags.DEFINE_float(
     "sampling_temperature",

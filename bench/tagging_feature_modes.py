@@ -84,7 +84,9 @@ def main() -> None:
     for name, _, _, _, mix in rows:
         if mix:
             weights = ", ".join(f"{w:.2f}" for w in mix["layer_weights"])
-            print(f"\n{name}: layer weights (first layer first) {weights}; gamma {mix['gamma']:.2f}")
+            print(
+                f"\n{name}: layer weights (first layer first) {weights}; gamma {mix['gamma']:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -47,13 +47,15 @@ def tiny_sentences(count: int, rng: np.random.Generator) -> list[tuple[str, int]
 
 def write_tiny_task(directory, layout: str = "generic", seed: int = 0, counts=(64, 32)) -> None:
     """Writes train.tsv and dev.tsv (counts[0] and counts[1] examples) of a tiny task, and
-    test.tsv (with labels, as the generic task reads it) when counts has a third number.
+    test.tsv when counts has a third number.
 
-    layout "generic": header `sentence<TAB>label`, labels neg/pos (sentiment).
+    layout "generic": header `sentence<TAB>label`, labels neg/pos (sentiment); test.tsv the same
+      (with labels, as the generic task reads it).
     layout "cola": CoLA's columns without a header (source, label, mark, sentence); the label
-      is the sentence's sentiment.
+      is the sentence's sentiment. test.tsv in CoLA's test layout: header `index<TAB>sentence`.
     layout "sts-b": STS-B's 10 columns with their header; a pair's score is 4.5 when both
-      sentences have the same sentiment, else 0.5 (a regression task).
+      sentences have the same sentiment, else 0.5 (a regression task). test.tsv in STS-B's test
+      layout: the first 9 columns (no score).
     """
     rng = np.random.default_rng(seed)
     directory.mkdir(parents=True, exist_ok=True)
@@ -63,19 +65,25 @@ def write_tiny_task(directory, layout: str = "generic", seed: int = 0, counts=(6
             lines += [
                 f"{text}\t{('neg', 'pos')[label]}" for text, label in tiny_sentences(count, rng)
             ]
+        elif layout == "cola" and split == "test":
+            lines = ["index\tsentence"]
+            lines += [
+                f"{index}\t{text}" for index, (text, _) in enumerate(tiny_sentences(count, rng))
+            ]
         elif layout == "cola":
             lines = [f"tiny\t{label}\t\t{text}" for text, label in tiny_sentences(count, rng)]
         elif layout == "sts-b":
             header = "index genre filename year old_index source1 source2 sentence1 sentence2 score"
-            lines = ["\t".join(header.split())]
+            # GLUE's STS-B test file has no score column.
+            columns = 9 if split == "test" else 10
+            lines = ["\t".join(header.split()[:columns])]
             firsts, seconds = tiny_sentences(count, rng), tiny_sentences(count, rng)
             order = rng.permutation(count)
             for index, ((text_a, label_a), position) in enumerate(zip(firsts, order, strict=True)):
                 text_b, label_b = seconds[position]
                 score = 4.5 if label_a == label_b else 0.5
-                lines.append(
-                    f"{index}\ttiny\tnone\t2026\t{index:04d}\tnone\tnone\t{text_a}\t{text_b}\t{score}"
-                )
+                row = f"{index}\ttiny\tnone\t2026\t{index:04d}\tnone\tnone\t{text_a}\t{text_b}"
+                lines.append(row if split == "test" else f"{row}\t{score}")
         else:
             raise ValueError(f"unknown layout {layout!r}")
         (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")

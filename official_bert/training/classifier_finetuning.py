@@ -61,8 +61,10 @@ class FinetuningOptions:
     max_seq_length: int = 128
     do_train: bool = False
     do_eval: bool = False
+    do_predict: bool = False
     train_batch_size: int = 32
     eval_batch_size: int = 8
+    predict_batch_size: int = 8
     learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
@@ -89,8 +91,6 @@ class ClassifierOptions(FinetuningOptions):
 
     task_name: str
     data_dir: str
-    do_predict: bool = False
-    predict_batch_size: int = 8
     # Keyword arguments of the task's processor (the generic task's columns, XNLI's language).
     processor_kwargs: dict = dataclasses.field(default_factory=dict)
     # Where the raw-text serving SavedModel goes after training; "" to skip it.
@@ -103,7 +103,10 @@ class ClassifierOptions(FinetuningOptions):
 
 
 def validate_finetuning_options(options: FinetuningOptions) -> None:
-    """The original run_classifier.py checks of the model settings, each naming its flag."""
+    """The original run_classifier.py checks of what to do and of the model settings, each
+    naming its flag."""
+    if not (options.do_train or options.do_eval or options.do_predict):
+        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     if options.max_seq_length > options.bert_config.max_position_embeddings:
         raise ValueError(
             f"Cannot use sequence length {options.max_seq_length} because the BERT model was only "
@@ -116,8 +119,6 @@ def validate_finetuning_options(options: FinetuningOptions) -> None:
 
 def validate_classifier_options(options: ClassifierOptions) -> None:
     """The original run_classifier.py checks, each naming the flag at fault."""
-    if not (options.do_train or options.do_eval or options.do_predict):
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
     if options.hub_module_handle and options.init_checkpoint:
         raise ValueError(
             "Give either `hub_module_handle` (its weights are the starting point) or "
@@ -290,6 +291,21 @@ def train_model(
     return results
 
 
+def write_test_results(path: str, logits: np.ndarray, is_regression: bool) -> np.ndarray:
+    """The original test_results.tsv at `path`: a line per test example, in test order, with its
+    class probabilities tab-separated (the softmax of `logits`, float32 [examples, num_classes]),
+    or its score for regression (`logits` [examples, 1]).
+
+    Returns the rows written, float64 [examples, num_classes] (probabilities) or float32
+    [examples, 1] (scores).
+    """
+    values = logits.reshape(-1, 1) if is_regression else softmax(logits)
+    lines = ["\t".join(str(value) for value in row) for row in values]
+    write_text_atomically(path, "".join(line + "\n" for line in lines))
+    logging.info("Wrote %d predictions to %s", len(lines), path)
+    return values
+
+
 def run_classifier(options: ClassifierOptions) -> dict:
     """Trains, evaluates and/or predicts as the original run_classifier.py.
 
@@ -370,11 +386,8 @@ def run_classifier(options: ClassifierOptions) -> dict:
         logits = predict_records(
             runner.model, test_records, options.predict_batch_size, options, setup
         )["outputs"]
-        values = logits.reshape(-1, 1) if labels is None else softmax(logits)
-        lines = ["\t".join(str(value) for value in row) for row in values]
-        path = os.path.join(options.output_dir, "test_results.tsv")
-        write_text_atomically(path, "".join(line + "\n" for line in lines))
-        logging.info("Wrote %d predictions to %s", len(lines), path)
-        results["predictions"] = values
+        results["predictions"] = write_test_results(
+            os.path.join(options.output_dir, "test_results.tsv"), logits, labels is None
+        )
     keras.backend.clear_session()
     return results

@@ -24,8 +24,15 @@ def define_finetuning_flags() -> None:
     flags.DEFINE_integer("max_seq_length", 128, "Wordpieces per example, after packing.")
     flags.DEFINE_bool("do_train", False, "Whether to train.")
     flags.DEFINE_bool("do_eval", False, "Whether to evaluate on the dev set.")
+    flags.DEFINE_bool(
+        "do_predict",
+        False,
+        "Whether to predict the test set (test_results.tsv; run_multitask.py: each task's, in "
+        "output_dir/<task>/).",
+    )
     flags.DEFINE_integer("train_batch_size", 32, "Global training batch size.")
     flags.DEFINE_integer("eval_batch_size", 8, "Evaluation batch size.")
+    flags.DEFINE_integer("predict_batch_size", 8, "Prediction batch size.")
     flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (Adam).")
     flags.DEFINE_float("num_train_epochs", 3.0, "Training epochs.")
     flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of the steps with linear warm-up.")
@@ -76,8 +83,10 @@ def finetuning_flag_values(
         max_seq_length=values.max_seq_length,
         do_train=values.do_train,
         do_eval=values.do_eval,
+        do_predict=values.do_predict,
         train_batch_size=values.train_batch_size,
         eval_batch_size=values.eval_batch_size,
+        predict_batch_size=values.predict_batch_size,
         learning_rate=values.learning_rate,
         num_train_epochs=values.num_train_epochs,
         warmup_proportion=values.warmup_proportion,

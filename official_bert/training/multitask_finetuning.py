@@ -9,10 +9,13 @@ Layout of output_dir:
   bert_model.ckpt.*           after training: the shared encoder in the original TF1 layout
   bert_config.json            (`bert/...` names), usable as anyone's --init_checkpoint
   eval_results.txt            every task's dev metrics as `<task>/eval_<metric> = value`
-  <task>/train.tf_record, <task>/eval.tf_record   the task's cached records
+  <task>/train.tf_record, <task>/eval.tf_record, <task>/predict.tf_record
+                              the task's cached records
   <task>/classifier_head.ckpt.*   after training: the task's head under run_classifier.py's
                               names, `output_weights` [num_classes, hidden], `output_bias`
   <task>/eval_results.txt     the task's dev metrics, as run_classifier.py writes them
+  <task>/test_results.tsv     with do_predict: the task's test predictions, as run_classifier.py
+                              writes them (class probabilities tab-separated, or the score)
 
 <task> is the task name as given, lower-cased ("sts-b"). bert_model.ckpt and a task's
 classifier_head.ckpt together are that task's fine-tuned classifier in the original layout
@@ -49,6 +52,7 @@ from official_bert.training.classifier_finetuning import (
     predict_records,
     split_records,
     validate_finetuning_options,
+    write_test_results,
 )
 from official_bert.training.finetuning import (
     epoch_train_steps,
@@ -68,8 +72,8 @@ HEAD_CHECKPOINT = "classifier_head.ckpt"
 class MultiTaskOptions(FinetuningOptions):
     """The settings of run_multitask.py: run_classifier.py's shared ones, and the tasks.
 
-    task_names[i] reads data_dirs[i] (GLUE's layout: each task's own folder with train.tsv and
-    dev.tsv). num_train_steps None trains num_train_epochs over all tasks' examples together,
+    task_names[i] reads data_dirs[i] (GLUE's layout: each task's own folder with train.tsv,
+    dev.tsv and, for do_predict, test.tsv). num_train_steps None trains num_train_epochs over all tasks' examples together,
     int(num_train_epochs * sum(n_i) / train_batch_size) steps; each step's task is drawn with
     probability proportional to n_i ** (1 / sampling_temperature).
     """
@@ -81,14 +85,13 @@ class MultiTaskOptions(FinetuningOptions):
 
 
 def task_directory(output_dir: str, task_name: str) -> str:
-    """output_dir/<task>: the task's records, eval_results.txt and head checkpoint."""
+    """output_dir/<task>: the task's records, eval_results.txt, test_results.tsv and head
+    checkpoint."""
     return os.path.join(output_dir, task_name.lower())
 
 
 def validate_multitask_options(options: MultiTaskOptions) -> None:
     """Checks the tasks and the run's settings, each error naming its flag."""
-    if not (options.do_train or options.do_eval):
-        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
     if not options.task_names:
         raise ValueError("--task_names is empty; give the tasks, e.g. --task_names=mrpc,sts-b,cola")
     if len(options.data_dirs) != len(options.task_names):
@@ -116,7 +119,7 @@ class _Task:
     name: str
     processor: DataProcessor
     directory: str
-    # ClassifierRecords by split ("train", "dev").
+    # ClassifierRecords by split ("train", "dev", "test").
     records: dict = dataclasses.field(default_factory=dict)
 
     @property
@@ -133,7 +136,8 @@ class _Task:
 
 
 def run_multitask(options: MultiTaskOptions) -> dict:
-    """Trains one encoder with a head per task and/or evaluates each task on its dev set.
+    """Trains one encoder with a head per task, evaluates each task on its dev set and/or
+    predicts each task's test set.
 
     Each training step reads one task's batch (tasks drawn as MultiTaskOptions says, the
     sequence fixed by --seed) and updates the encoder and that task's head with its loss
@@ -142,18 +146,29 @@ def run_multitask(options: MultiTaskOptions) -> dict:
 
     Returns:
       {"history": [(step, loss)], "num_train_steps": int, "probabilities": {task: p},
-       "eval": {task: {eval_<metric>: value}}, "train_seconds": float}.
+       "eval": {task: {eval_<metric>: value}}, "predictions": {task: the rows of its
+       test_results.tsv, [test examples, num_classes] (probabilities) or [test examples, 1]
+       (scores)}, "train_seconds": float}.
     """
     validate_multitask_options(options)
     tasks = [
         _Task(name, get_processor(name, data_dir), task_directory(options.output_dir, name))
         for name, data_dir in zip(options.task_names, options.data_dirs, strict=True)
     ]
+    for task in tasks:
+        if not isinstance(task.processor, DataProcessor):
+            raise ValueError(
+                f"--task_names: {task.name!r} is a token tagging task; run_multitask.py trains "
+                "sentence (pair) classification and regression heads. Tag with run_classifier.py "
+                f"--task_name={task.name}."
+            )
     setup = start_finetuning(options)
     packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
     splits = {"train": options.train_batch_size} if options.do_train else {}
     if options.do_eval:
         splits["dev"] = options.eval_batch_size
+    if options.do_predict:
+        splits["test"] = options.predict_batch_size
     # Read every split that is asked for before training, so bad data fails fast.
     for task in tasks:
         for split, batch_size in splits.items():
@@ -240,6 +255,17 @@ def run_multitask(options: MultiTaskOptions) -> dict:
         write_eval_results(
             os.path.join(options.output_dir, "eval_results.txt"), summary, runner.step
         )
+    if options.do_predict:
+        results["predictions"] = {}
+        for task in tasks:
+            outputs = predict_records(
+                runner.model, task.records["test"], options.predict_batch_size, options, setup
+            )
+            results["predictions"][task.name] = write_test_results(
+                os.path.join(task.directory, "test_results.tsv"),
+                outputs[task.name],
+                task.is_regression,
+            )
     keras.backend.clear_session()
     return results
 

@@ -1,7 +1,8 @@
 """Multi-task fine-tuning: the task sampler, the loss, run_multitask on two tiny tasks in GLUE
 layouts (CoLA: classification of single sentences, STS-B: regression on pairs) with a tiny BERT,
-its original-layout outputs, and run_multitask.py."""
+its original-layout outputs, its test predictions, a rerun that resumes, and run_multitask.py."""
 
+import shutil
 import subprocess
 import sys
 
@@ -18,7 +19,8 @@ from official_bert.data.multitask_dataset import (
     task_sampling_probabilities,
 )
 from official_bert.models import BertEncoder, MultiTaskClassifier
-from official_bert.training.classifier_objective import mean_eval_loss, regression_loss
+from official_bert.training import multitask_finetuning
+from official_bert.training.classifier_objective import mean_eval_loss, regression_loss, softmax
 from official_bert.training.multitask_finetuning import (
     MultiTaskOptions,
     load_task_classifier,
@@ -162,8 +164,9 @@ def test_loss_is_the_sampled_tasks_and_the_other_head_gets_zero_gradients():
 @pytest.fixture(scope="module")
 def tiny_glue(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny_glue")
-    write_tiny_task(root / "CoLA", "cola", seed=0, counts=(48, 32))
-    write_tiny_task(root / "STS-B", "sts-b", seed=1, counts=(32, 32))
+    # Test sets of 20 and 12: at predict_batch_size 16, CoLA's last batch is partial.
+    write_tiny_task(root / "CoLA", "cola", seed=0, counts=(48, 32, 20))
+    write_tiny_task(root / "STS-B", "sts-b", seed=1, counts=(32, 32, 12))
     return root
 
 
@@ -194,7 +197,9 @@ def _options(tiny_checkpoint_dir, tiny_glue, output_dir, **overrides):
 @pytest.fixture(scope="module")
 def multitask_run(tiny_checkpoint_dir, tiny_glue, tmp_path_factory):
     output_dir = tmp_path_factory.mktemp("multitask")
-    results = run_multitask(_options(tiny_checkpoint_dir, tiny_glue, output_dir))
+    results = run_multitask(
+        _options(tiny_checkpoint_dir, tiny_glue, output_dir, do_predict=True, predict_batch_size=16)
+    )
     return results, output_dir
 
 
@@ -259,23 +264,101 @@ def test_each_task_is_evaluated_with_its_own_metric(multitask_run):
     assert float(cola["eval_mcc"]) == pytest.approx(results["eval"]["cola"]["eval_mcc"])
 
 
+def _task_classifier_outputs(output_dir, task, records_file):
+    """(logits, label_ids) of the task's classifier rebuilt by load_task_classifier on the
+    task's records `records_file` ("eval.tf_record", "predict.tf_record"), in file order."""
+    model = load_task_classifier(str(output_dir), task)
+    logits, labels = [], []
+    for batch in classifier_dataset(
+        str(output_dir / task / records_file), 16, 16, is_training=False
+    ):
+        logits.append(model(batch, training=False).numpy())
+        labels.append(batch["label_ids"].numpy())
+    return np.concatenate(logits), np.concatenate(labels)
+
+
 def test_the_original_layout_outputs_rebuild_each_tasks_classifier(multitask_run):
     """bert_model.ckpt + <task>/classifier_head.ckpt in a single-task BertClassifier give the
     eval loss the multi-task model had on that task's dev set."""
     results, output_dir = multitask_run
     for task, is_regression in (("cola", False), ("sts-b", True)):
-        model = load_task_classifier(str(output_dir), task)
-        logits, labels = [], []
-        dataset = classifier_dataset(
-            str(output_dir / task / "eval.tf_record"), 16, 16, is_training=False
-        )
-        for batch in dataset:
-            logits.append(model(batch, training=False).numpy())
-            labels.append(batch["label_ids"].numpy())
-        loss = mean_eval_loss(
-            np.concatenate(logits), np.concatenate(labels), np.ones(32), is_regression
-        )
+        logits, labels = _task_classifier_outputs(output_dir, task, "eval.tf_record")
+        loss = mean_eval_loss(logits, labels, np.ones(32), is_regression)
         assert loss == pytest.approx(results["eval"][task]["eval_loss"], abs=1e-5), task
+
+
+def test_each_task_predicts_its_test_set_into_its_folder(multitask_run):
+    """<task>/test_results.tsv as run_classifier.py writes it: a row per test example in file
+    order, CoLA's 2 class probabilities or STS-B's score, the predictions of the task's
+    classifier rebuilt from the original-layout outputs."""
+    results, output_dir = multitask_run
+    assert not (output_dir / "test_results.tsv").exists()
+    for task, num_examples, num_columns in (("cola", 20, 2), ("sts-b", 12, 1)):
+        lines = (output_dir / task / "test_results.tsv").read_text().splitlines()
+        rows = np.array([[float(value) for value in line.split("\t")] for line in lines])
+        assert rows.shape == (num_examples, num_columns), task
+        np.testing.assert_allclose(rows, results["predictions"][task], rtol=1e-6)
+        logits, _ = _task_classifier_outputs(output_dir, task, "predict.tf_record")
+        expected = logits if num_columns == 1 else softmax(logits)
+        # The tiny model after 20 steps is nearly unsure (CoLA's rows span about 2e-4), but
+        # its rows differ by more than the rounding (1e-8): the order is checked too.
+        assert np.ptp(rows[:, 0]) > 1e-5, task
+        np.testing.assert_allclose(rows, expected, rtol=0, atol=1e-6, err_msg=task)
+    cola = results["predictions"]["cola"]
+    np.testing.assert_allclose(cola.sum(axis=1), 1.0, atol=1e-6)
+    assert np.all(cola >= 0)
+
+
+def test_a_rerun_resumes_where_the_first_run_stopped(
+    multitask_run, tiny_checkpoint_dir, tiny_glue, tmp_path, monkeypatch
+):
+    """A rerun on (a copy of) the first run's output_dir, 20 steps with a checkpoint every 5,
+    asked for 30 steps: it restores step 20, the 20 batches read (so the task sequence goes on
+    rather than starting over) and the first run's final weights, the encoder and both heads as
+    the first run wrote them in the original layout; then it trains steps 21 to 30 only."""
+    _, first_dir = multitask_run
+    output_dir = tmp_path / "rerun"
+    shutil.copytree(first_dir, output_dir)
+    final = {task: load_task_classifier(str(first_dir), task) for task in ("cola", "sts-b")}
+
+    at_start = {}
+    make_runner = multitask_finetuning.finetuning_runner
+
+    def recording_runner(*args, **kwargs):
+        runner = make_runner(*args, **kwargs)
+        train = runner.train
+
+        def train_after_recording(*train_args):
+            at_start["step"] = runner.step
+            at_start["batches_read"] = int(runner.checkpoint.train_batches_read.numpy())
+            at_start["encoder"] = [v.numpy() for v in runner.model.encoder.trainable_weights]
+            at_start["heads"] = {
+                task: [v.numpy() for v in runner.model.head(task).trainable_weights]
+                for task in final
+            }
+            return train(*train_args)
+
+        runner.train = train_after_recording
+        return runner
+
+    monkeypatch.setattr(multitask_finetuning, "finetuning_runner", recording_runner)
+    results = run_multitask(
+        _options(tiny_checkpoint_dir, tiny_glue, output_dir, num_train_steps=30, do_eval=False)
+    )
+
+    assert at_start["step"] == at_start["batches_read"] == 20
+    assert [step for step, _ in results["history"]] == [25, 30]
+    assert (output_dir / "ckpt-30.index").exists()
+    encoder = final["cola"].encoder.trainable_weights
+    assert len(at_start["encoder"]) == len(encoder)
+    for value, expected in zip(at_start["encoder"], encoder, strict=True):
+        np.testing.assert_array_equal(value, expected.numpy(), err_msg=expected.path)
+    for task, model in final.items():
+        head = model.classifier.trainable_weights
+        for value, expected in zip(at_start["heads"][task], head, strict=True):
+            np.testing.assert_array_equal(
+                value, expected.numpy(), err_msg=f"{task} {expected.path}"
+            )
 
 
 def test_mixed_batches_are_single_task(multitask_run):
@@ -313,7 +396,28 @@ def test_mismatched_or_unknown_tasks_are_clear_errors(tiny_checkpoint_dir, tiny_
         run_multitask(options(task_names=["sts-b", "STS-B"]))
     with pytest.raises(ValueError, match="--sampling_temperature must be > 0"):
         run_multitask(options(sampling_temperature=0.0))
+    with pytest.raises(ValueError, match="'conll' is a token tagging task; run_multitask.py"):
+        run_multitask(options(task_names=["cola", "conll"]))
+    with pytest.raises(ValueError, match="At least one of `do_train`, `do_eval` or `do_predict'"):
+        run_multitask(options(do_train=False, do_eval=False))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_test_split_fails_before_training(tiny_checkpoint_dir, tiny_glue, tmp_path):
+    """--do_predict reads every task's test.tsv before training, as run_classifier.py does."""
+    cola = tmp_path / "CoLA"
+    shutil.copytree(tiny_glue / "CoLA", cola)
+    (cola / "test.tsv").unlink()
+    options = _options(
+        tiny_checkpoint_dir,
+        tiny_glue,
+        tmp_path / "out",
+        data_dirs=[str(cola), str(tiny_glue / "STS-B")],
+        do_predict=True,
+    )
+    with pytest.raises(FileNotFoundError, match=r"CoLA/test.tsv not found: .* the test split"):
+        run_multitask(options)
+    assert not list((tmp_path / "out").glob("ckpt-*"))
 
 
 @pytest.mark.slow  # README's run_multitask.py command runs the script
