@@ -130,18 +130,23 @@ def _run_script(*flags):
     )
 
 
-def test_script_is_deterministic_for_any_worker_count_and_shards(vocab_file, tmp_path):
-    flags = [
-        f"--input_file={CORPUS}",
-        f"--vocab_file={vocab_file}",
-        "--dupe_factor=2",
-        "--chunk_megabytes=0.001",
-    ]
+_DETERMINISM_FLAGS = ["--dupe_factor=2", "--chunk_megabytes=0.001"]
+
+
+def test_script_is_deterministic_for_any_worker_count(vocab_file, tmp_path):
+    flags = [f"--input_file={CORPUS}", f"--vocab_file={vocab_file}", *_DETERMINISM_FLAGS]
     one = _run_script(*flags, f"--output_file={tmp_path / 'a.tfrecord'}", "--num_workers=1")
     two = _run_script(*flags, f"--output_file={tmp_path / 'b.tfrecord'}", "--num_workers=2")
     assert one.returncode == 0, one.stderr[-2000:]
     assert two.returncode == 0, two.stderr[-2000:]
     assert (tmp_path / "a.tfrecord").read_bytes() == (tmp_path / "b.tfrecord").read_bytes()
+
+
+@pytest.mark.slow  # two more script runs; default suite time
+def test_script_writes_gzip_shards_with_v2_names_holding_the_same_examples(vocab_file, tmp_path):
+    flags = [f"--input_file={CORPUS}", f"--vocab_file={vocab_file}", *_DETERMINISM_FLAGS]
+    one = _run_script(*flags, f"--output_file={tmp_path / 'a.tfrecord'}", "--num_workers=1")
+    assert one.returncode == 0, one.stderr[-2000:]
     shards = _run_script(
         *flags,
         f"--output_file={tmp_path / 's.tfrecord'}",
