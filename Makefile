@@ -18,4 +18,6 @@ demo: install
 test: install
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(PYTHON) -m pytest
+	# Two worker processes, each test file on one of them (module fixtures stay shared): about
+	# 10 minutes on 2 cores instead of 15 in one process.
+	$(PYTHON) -m pytest -n 2 --dist loadfile
