@@ -27,12 +27,6 @@ define_finetuning_flags()
 flags.DEFINE_string("data_dir", None, "The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
 flags.DEFINE_string("task_name", None, f"The task: one of {processor_names()}.")
 # === TF2 flags ===
-flags.DEFINE_string(
-    "hub_module_handle",
-    None,
-    "An encoder exported by export_tfhub.py to fine-tune (its bert_config.json, vocab and casing "
-    "are the defaults of those flags).",
-)
 flags.DEFINE_enum(
     "feature_mode",
     "finetune",
@@ -79,22 +73,13 @@ def _processor_kwargs() -> dict:
 
 
 def main(_):
-    module_defaults = {}
-    if FLAGS.hub_module_handle:
-        from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
-
-        module = read_exported_encoder_settings(FLAGS.hub_module_handle)
-        module_defaults = {
-            name: module[name] for name in ("bert_config_file", "vocab_file", "do_lower_case")
-        }
     run_classifier(
         ClassifierOptions(
-            **finetuning_flag_values(**module_defaults),
+            **finetuning_flag_values(),
             task_name=FLAGS.task_name,
             data_dir=FLAGS.data_dir,
             processor_kwargs=_processor_kwargs(),
             export_dir=FLAGS.export_dir,
-            hub_module_handle=FLAGS.hub_module_handle,
             feature_mode=FLAGS.feature_mode,
         )
     )

@@ -13,6 +13,7 @@ import os
 from absl import app, flags
 
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.training.finetuning_flags import define_hub_module_flag, hub_module_defaults
 from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 from official_bert.training.squad_finetuning import SquadOptions, run_squad
 
@@ -60,6 +61,7 @@ flags.DEFINE_bool(
 flags.DEFINE_bool(
     "eval_only", False, "Only score output_dir/predictions.json against predict_file."
 )
+define_hub_module_flag()
 flags.mark_flags_as_required(["output_dir"])
 
 
@@ -77,10 +79,22 @@ def main(_):
             )
         )
         return
-    config_file = FLAGS.bert_config_file or find_bert_config(FLAGS.init_checkpoint)
+    module = hub_module_defaults()
+    config_file = (
+        FLAGS.bert_config_file
+        or module.get("bert_config_file")
+        or find_bert_config(FLAGS.init_checkpoint)
+    )
     if not config_file:
         raise app.UsageError("--bert_config_file is required (none found beside init_checkpoint)")
-    vocab_file = FLAGS.vocab_file or os.path.join(os.path.dirname(config_file), "vocab.txt")
+    vocab_file = (
+        FLAGS.vocab_file
+        or module.get("vocab_file")
+        or os.path.join(os.path.dirname(config_file), "vocab.txt")
+    )
+    do_lower_case = FLAGS.do_lower_case
+    if "do_lower_case" in module and not FLAGS["do_lower_case"].present:
+        do_lower_case = module["do_lower_case"]
     run_squad(
         SquadOptions(
             bert_config=read_bert_config(config_file),
@@ -91,7 +105,7 @@ def main(_):
             **runner_flag_values(),
             predict_file=FLAGS.predict_file,
             init_checkpoint=FLAGS.init_checkpoint,
-            do_lower_case=FLAGS.do_lower_case,
+            do_lower_case=do_lower_case,
             max_seq_length=FLAGS.max_seq_length,
             doc_stride=FLAGS.doc_stride,
             max_query_length=FLAGS.max_query_length,
@@ -110,6 +124,7 @@ def main(_):
             seed=FLAGS.seed,
             trim_padding=FLAGS.trim_padding,
             tune_null_threshold=FLAGS.tune_null_threshold,
+            hub_module_handle=FLAGS.hub_module_handle,
         )
     )
 

@@ -22,8 +22,7 @@ from official_bert.data.classifier_features import (
 from official_bert.data.tagging_examples import TaggingProcessor
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
-from official_bert.export.exported_bert_encoder import ExportedBertEncoder
-from official_bert.models import BertClassifier, BertEncoder, FeatureBasedClassifier
+from official_bert.models import BertClassifier, FeatureBasedClassifier
 from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
 from official_bert.tokenization import validate_case_matches_checkpoint
 from official_bert.training.classifier_objective import (
@@ -33,11 +32,13 @@ from official_bert.training.classifier_objective import (
 )
 from official_bert.training.finetuning import (
     FinetuningSetup,
+    create_encoder,
     epoch_train_steps,
     finetuning_runner,
-    load_init_checkpoint,
+    initialize_weights,
     start_finetuning,
     train_dataset_fn,
+    validate_init_source,
 )
 from official_bert.training.prediction import predict
 from official_bert.training.runner import write_eval_results
@@ -82,6 +83,9 @@ class FinetuningOptions:
     max_train_examples: int = 0
     # Cut each batch to its longest example (see classifier_dataset); never on TPUs.
     trim_padding: bool = True
+    # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
+    # bert_config + init_checkpoint; its weights are the starting point.
+    hub_module_handle: str | None = None
     bert_config_file: str | None = None  # only for error messages
 
 
@@ -95,9 +99,6 @@ class ClassifierOptions(FinetuningOptions):
     processor_kwargs: dict = dataclasses.field(default_factory=dict)
     # Where the raw-text serving SavedModel goes after training; "" to skip it.
     export_dir: str | None = None
-    # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
-    # bert_config + init_checkpoint; its weights are the starting point.
-    hub_module_handle: str | None = None
     # One of FEATURE_MODES.
     feature_mode: str = "finetune"
 
@@ -113,17 +114,13 @@ def validate_finetuning_options(options: FinetuningOptions) -> None:
             f"trained up to sequence length {options.bert_config.max_position_embeddings} "
             "(max_position_embeddings)"
         )
+    validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
 
 
 def validate_classifier_options(options: ClassifierOptions) -> None:
     """The original run_classifier.py checks, each naming the flag at fault."""
-    if options.hub_module_handle and options.init_checkpoint:
-        raise ValueError(
-            "Give either `hub_module_handle` (its weights are the starting point) or "
-            "`init_checkpoint`, not both."
-        )
     validate_finetuning_options(options)
     if options.feature_mode not in FEATURE_MODES:
         raise ValueError(
@@ -237,23 +234,13 @@ def evaluate_classifier(
     return eval_results
 
 
-def create_encoder(options: ClassifierOptions):
-    """The encoder to fine-tune: the exported encoder of hub_module_handle (float32, as
-    exported), else a BertEncoder of bert_config in options.dtype (weights loaded later)."""
-    if options.hub_module_handle:
-        return ExportedBertEncoder(options.hub_module_handle)
-    return BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
-
-
 def initialize_model(model, options: ClassifierOptions) -> None:
     """Loads the starting weights into a new model (the runner's initialize_fn)."""
-    if options.hub_module_handle:
-        logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
-    else:
-        # The head is new unless the checkpoint was fine-tuned already; a feature-based head is
-        # always new (its input is not the encoder's output the checkpoint's head was trained on).
-        target = model if options.feature_mode == "finetune" else model.encoder
-        load_init_checkpoint(target, options.init_checkpoint)
+    # The head is new unless the checkpoint was fine-tuned already; a feature-based head is
+    # always new (its input is not the encoder's output the checkpoint's head was trained on).
+    initialize_weights(
+        model, options, model if options.feature_mode == "finetune" else model.encoder
+    )
 
 
 def train_model(

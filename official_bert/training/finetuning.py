@@ -1,6 +1,6 @@
 """What every fine-tuning run (run_classifier.py, run_multitask.py, run_squad.py) sets up the
-same way: the strategy and seed, the number of steps, the runner with its optimizer, the initial
-weights.
+same way: the strategy and seed, the number of steps, the runner with its optimizer, the encoder
+and its initial weights.
 
 `options` is any of the scripts' option dataclasses; the functions read the fields of the
 original flags they share (output_dir, seed, train_batch_size, learning_rate, ...).
@@ -15,6 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import load_bert_weights
+from official_bert.models import BertEncoder
 from official_bert.training.distribution import create_strategy
 from official_bert.training.optimization import create_optimizer
 from official_bert.training.runner import Runner, RunnerSettings
@@ -92,6 +93,37 @@ def finetuning_runner(
         ),
         loss_denominators_fn=loss_denominators_fn,
     )
+
+
+def create_encoder(options):
+    """The encoder a fine-tuning run starts from: the exported encoder of
+    options.hub_module_handle (export_tfhub.py --export_type=model; float32, as exported; its
+    weights are the starting point), else a BertEncoder of options.bert_config in options.dtype
+    (weights loaded later by load_init_checkpoint)."""
+    if getattr(options, "hub_module_handle", None):
+        from official_bert.export.exported_bert_encoder import ExportedBertEncoder
+
+        return ExportedBertEncoder(options.hub_module_handle)
+    return BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+
+
+def validate_init_source(options) -> None:
+    """One starting point: hub_module_handle or init_checkpoint, not both."""
+    if getattr(options, "hub_module_handle", None) and options.init_checkpoint:
+        raise ValueError(
+            "Give either `hub_module_handle` (its weights are the starting point) or "
+            "`init_checkpoint`, not both."
+        )
+
+
+def initialize_weights(model, options, target=None) -> None:
+    """The runner's initialize_fn of a new model: with options.hub_module_handle the encoder's
+    weights came with it; else options.init_checkpoint is loaded into `target` (default: the
+    whole model; heads absent from the checkpoint keep their initialization)."""
+    if getattr(options, "hub_module_handle", None):
+        logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
+    else:
+        load_init_checkpoint(model if target is None else target, options.init_checkpoint)
 
 
 def load_init_checkpoint(model, init_checkpoint: str | None) -> None:

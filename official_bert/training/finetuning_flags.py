@@ -44,11 +44,34 @@ def define_finetuning_flags() -> None:
     flags.DEFINE_integer(
         "max_train_examples", 0, "Train on the first N examples (of each task) only (0: all)."
     )
+    define_hub_module_flag()
     flags.DEFINE_bool(
         "trim_padding",
         True,
         "Cut each batch to its longest example (same results, faster; not TPU).",
     )
+
+
+def define_hub_module_flag() -> None:
+    """--hub_module_handle (run_classifier.py, run_multitask.py, run_squad.py)."""
+    flags.DEFINE_string(
+        "hub_module_handle",
+        None,
+        "An encoder exported by export_tfhub.py (--export_type=model) to fine-tune instead of "
+        "--init_checkpoint (its bert_config.json, vocab and casing are the defaults of those "
+        "flags).",
+    )
+
+
+def hub_module_defaults() -> dict:
+    """{"bert_config_file", "vocab_file", "do_lower_case"} of the exported encoder that
+    --hub_module_handle names (the defaults of those flags), or {} without it."""
+    if not flags.FLAGS.hub_module_handle:
+        return {}
+    from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
+
+    module = read_exported_encoder_settings(flags.FLAGS.hub_module_handle)
+    return {name: module[name] for name in ("bert_config_file", "vocab_file", "do_lower_case")}
 
 
 def finetuning_flag_values(
@@ -58,11 +81,16 @@ def finetuning_flag_values(
 ) -> dict:
     """The shared flags as keyword arguments of FinetuningOptions (the config read).
 
-    The arguments are defaults that the flags override when given (an exported encoder's
-    config, vocab and casing); without them the config is looked up beside init_checkpoint and
+    The arguments are defaults that the flags override when given; without them those of the
+    --hub_module_handle encoder apply, else the config is looked up beside init_checkpoint and
     the vocab beside the config.
     """
     values = flags.FLAGS
+    module = hub_module_defaults()
+    bert_config_file = bert_config_file or module.get("bert_config_file")
+    vocab_file = vocab_file or module.get("vocab_file")
+    if do_lower_case is None:
+        do_lower_case = module.get("do_lower_case")
     config_file = (
         values.bert_config_file or bert_config_file or find_bert_config(values.init_checkpoint)
     )
@@ -93,5 +121,6 @@ def finetuning_flag_values(
         seed=values.seed,
         max_train_examples=values.max_train_examples,
         trim_padding=values.trim_padding,
+        hub_module_handle=values.hub_module_handle,
         **runner_flag_values(),
     )

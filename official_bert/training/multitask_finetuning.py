@@ -55,9 +55,10 @@ from official_bert.training.classifier_finetuning import (
     write_test_results,
 )
 from official_bert.training.finetuning import (
+    create_encoder,
     epoch_train_steps,
     finetuning_runner,
-    load_init_checkpoint,
+    initialize_weights,
     start_finetuning,
     train_dataset_fn,
 )
@@ -195,7 +196,7 @@ def run_multitask(options: MultiTaskOptions) -> dict:
             )
 
     def model_fn():
-        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+        encoder = create_encoder(options)
         model = MultiTaskClassifier(encoder, {task.name: task.num_classes for task in tasks})
         model.build()
         return model
@@ -205,10 +206,8 @@ def run_multitask(options: MultiTaskOptions) -> dict:
     )
     runner = finetuning_runner(options, setup, model_fn, loss_fn, num_train_steps)
     # The heads are new; only the encoder comes from init_checkpoint (any layout, also a
-    # fine-tuned classifier's or an earlier multi-task run's).
-    runner.restore_or_initialize(
-        lambda model: load_init_checkpoint(model.encoder, options.init_checkpoint)
-    )
+    # fine-tuned classifier's or an earlier multi-task run's) or from hub_module_handle.
+    runner.restore_or_initialize(lambda model: initialize_weights(model, options, model.encoder))
 
     if options.do_train:
         # Without --seed the task sequence is still fixed (seed 0), so that every worker of a
@@ -273,11 +272,16 @@ def run_multitask(options: MultiTaskOptions) -> dict:
 def _write_original_layout(model: MultiTaskClassifier, tasks: list[_Task], options) -> None:
     """The shared encoder as output_dir/bert_model.ckpt (+ bert_config.json) and each head as
     output_dir/<task>/classifier_head.ckpt, in the original TF1 names. The `checkpoint` state
-    file of output_dir stays the runner's, so a rerun resumes from ckpt-N."""
-    prefix = write_original_checkpoint(
-        model.encoder, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
-    )
-    options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
+    file of output_dir stays the runner's, so a rerun resumes from ckpt-N.
+
+    An encoder fine-tuned from --hub_module_handle is not a BertEncoder: it stays in the
+    runner's checkpoint only (the heads are written as usual)."""
+    prefix = "not written: the encoder is an exported module; see the runner's ckpt-N"
+    if isinstance(model.encoder, BertEncoder):
+        prefix = write_original_checkpoint(
+            model.encoder, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
+        )
+        options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
     for task in tasks:
         write_original_entries(
             classifier_head_entries(model.head(task.name), model.encoder.hidden_size),

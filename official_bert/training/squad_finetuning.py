@@ -30,14 +30,16 @@ from official_bert.evaluation.squad_scoring import (
     squad_v2_scores,
     tune_no_answer_threshold,
 )
-from official_bert.models import BertEncoder, BertSpanLabeler
+from official_bert.models import BertSpanLabeler
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 from official_bert.training.finetuning import (
+    create_encoder,
     epoch_train_steps,
     finetuning_runner,
-    load_init_checkpoint,
+    initialize_weights,
     start_finetuning,
     train_dataset_fn,
+    validate_init_source,
 )
 from official_bert.training.prediction import predict
 from official_bert.training.squad_objective import squad_loss_fn
@@ -87,6 +89,9 @@ class SquadOptions:
     # Only score output_dir/predictions.json (and null_odds.json) against predict_file.
     eval_only: bool = False
     bert_config_file: str | None = None  # only for error messages
+    # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
+    # bert_config + init_checkpoint; its weights are the starting point.
+    hub_module_handle: str | None = None
 
 
 def validate_squad_options(options: SquadOptions) -> None:
@@ -113,6 +118,7 @@ def validate_squad_options(options: SquadOptions) -> None:
             "(max_position_embeddings)"
         )
     check_squad_lengths(options.max_seq_length, options.max_query_length)
+    validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
 
@@ -240,14 +246,13 @@ def run_squad(options: SquadOptions) -> dict:
         num_train_steps = epoch_train_steps(train_records.num_examples, options)
 
     def model_fn():
-        encoder = BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
-        model = BertSpanLabeler(encoder)
+        model = BertSpanLabeler(create_encoder(options))
         model.build()
         return model
 
     runner = finetuning_runner(options, setup, model_fn, squad_loss_fn, num_train_steps)
     # The span head is new unless the checkpoint was fine-tuned on SQuAD already.
-    runner.restore_or_initialize(lambda model: load_init_checkpoint(model, options.init_checkpoint))
+    runner.restore_or_initialize(lambda model: initialize_weights(model, options))
     results: dict = {"history": []}
     if train_records is not None:
         logging.info(

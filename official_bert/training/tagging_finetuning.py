@@ -22,7 +22,6 @@ from official_bert.evaluation.tagging_metrics import tagging_metrics
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.training.classifier_finetuning import (
     ClassifierOptions,
-    create_encoder,
     initialize_model,
     predict_records,
     requested_split_records,
@@ -30,6 +29,7 @@ from official_bert.training.classifier_finetuning import (
 )
 from official_bert.training.classifier_objective import mean_eval_loss
 from official_bert.training.finetuning import (
+    create_encoder,
     epoch_train_steps,
     finetuning_runner,
     start_finetuning,
