@@ -222,12 +222,16 @@ def squad_feature_spec(max_seq_length: int, is_training: bool) -> dict:
     return spec
 
 
+# Features encoded per call of ExampleEncoder (bounds the memory of one encode).
+_RECORDS_PER_CHUNK = 4096
+
+
 def write_squad_records(features: list[SquadFeature], path: str, is_training: bool) -> None:
     """Writes features as TFRecords with the original names, under a temporary name renamed
     when complete."""
 
     def column(values):
-        return np.asarray(values, np.int64).reshape(len(features), -1)
+        return np.asarray(values, np.int64).reshape(len(values), -1)
 
     names = ["unique_ids", "input_ids", "input_mask", "segment_ids"]
     if is_training:
@@ -239,8 +243,8 @@ def write_squad_records(features: list[SquadFeature], path: str, is_training: bo
     temporary = f"{path}.tmp-{os.getpid()}"
     try:
         with tf.io.TFRecordWriter(temporary) as writer:
-            for start in range(0, len(features), 4096):
-                chunk = features[start : start + 4096]
+            for start in range(0, len(features), _RECORDS_PER_CHUNK):
+                chunk = features[start : start + _RECORDS_PER_CHUNK]
                 if not chunk:
                     break
                 arrays = {

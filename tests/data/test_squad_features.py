@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from official_bert.data import squad_features
 from official_bert.data.squad_dataset import squad_dataset
 from official_bert.data.squad_examples import SquadFormatError, read_squad_examples
 from official_bert.data.squad_features import (
@@ -103,10 +104,17 @@ def test_a_long_context_is_covered_once_with_max_context(tmp_path, golden, token
     assert max_context[spans[1].start] == 0 and max_context[spans[0].length - 1] == 1
 
 
-def test_records_round_trip_through_the_reader(tmp_path, golden, tokenizer):
+def test_records_round_trip_through_the_reader(tmp_path, golden, tokenizer, monkeypatch):
     _, features = _features(tmp_path, golden, "v2", tokenizer, True)
     path = str(tmp_path / "train.tf_record")
     write_squad_records(features, path, is_training=True)
+    # Written in chunks (4096 features each; 7 here, the last one partial), the same bytes.
+    monkeypatch.setattr(squad_features, "_RECORDS_PER_CHUNK", 7)
+    assert len(features) % 7 != 0
+    write_squad_records(features, str(tmp_path / "chunked.tf_record"), is_training=True)
+    assert (tmp_path / "chunked.tf_record").read_bytes() == (
+        tmp_path / "train.tf_record"
+    ).read_bytes()
     batches = list(squad_dataset(path, 8, 64, is_training=False))
     ids = np.concatenate([b["unique_ids"].numpy() for b in batches])
     assert ids.tolist() == [f.unique_id for f in features]
