@@ -136,6 +136,11 @@ class TaggingProcessor:
         """The tag names (index = tag id): `labels` as given, else the tags of the training file,
         "O" first, the others sorted."""
         if self._labels is None:
+            if not tf.io.gfile.exists(self.split_path("train")):
+                raise FileNotFoundError(
+                    f"{self.split_path('train')} not found: without a training file the tag set "
+                    "must be given (--labels, in the order the model was trained with)"
+                )
             found = {tag for sentence in self.get_examples("train") for tag in sentence.tags}
             self._labels = sorted(found, key=lambda tag: (tag != OUTSIDE_TAG, tag))
         return list(self._labels)

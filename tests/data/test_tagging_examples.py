@@ -67,6 +67,14 @@ def test_an_unknown_dev_tag_names_file_line_and_word(tmp_path):
         processor.get_examples("dev")
 
 
+def test_without_a_training_file_the_tag_set_must_be_given(tmp_path):
+    (tmp_path / "test.txt").write_text("EU\n")
+    with pytest.raises(
+        FileNotFoundError, match=r"train.txt not found: .* must be given \(--labels"
+    ):
+        get_processor("conll", str(tmp_path)).get_labels()
+
+
 def test_a_test_file_of_words_only_is_read_without_tags(tmp_path):
     (tmp_path / "test.txt").write_text("EU\nrejects\n\nPeter\n")
     processor = get_processor("conll", str(tmp_path), labels=["O"])
