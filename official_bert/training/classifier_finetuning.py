@@ -308,6 +308,9 @@ def run_classifier(options: ClassifierOptions) -> dict:
     "frozen_scalar_mix" also writes the learned mix after training to
     output_dir/scalar_mix_weights.json (see official_bert.scalar_mix_weights).
 
+    A token tagging task (a TaggingProcessor's, e.g. task_name "conll") is handed to
+    tagging_finetuning.run_token_tagging, which documents its own outputs.
+
     Returns:
       {"history": [(step, loss)], "eval": {...}, "predictions": np.ndarray, "export_dir": str,
        "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}.
