@@ -9,7 +9,8 @@ over null_odds.json and the best non-null answers; predictions re-written with i
 The original README's SQuAD recipe by default: max_seq_length 384, doc_stride 128, batch 12,
 lr 3e-5, 2 epochs, 10% warm-up.
 
-  python bench/squad_finetune.py                          # v1 and v2, full (not timed yet: hours on 2 CPUs)
+  python bench/squad_finetune.py                          # v1 and v2, 2 epochs: about 2 h on 2 CPUs
+  python bench/squad_finetune.py --num_train_epochs 1     # 58 min (README's figures)
   python bench/squad_finetune.py --max_questions 24 --num_train_epochs 1 \
       --max_seq_length 128 --doc_stride 64                # smoke test, ~2 min
 

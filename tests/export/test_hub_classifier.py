@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import REPO_ROOT
+from tests.export.module_weights import assert_module_weights_moved, saved_encoder_weights
 from tests.tiny_data import write_tiny_task
 
 
@@ -52,29 +53,14 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     assert float(results["eval_accuracy"]) >= 0.85, results
 
     # The encoder's weights were fine-tuned, not only the head's: the word embeddings (the one
-    # [vocab_size, hidden_size] variable) and every other encoder weight moved.
-    checkpoint = tf.train.load_checkpoint(str(output_dir))
-    exported = tf.saved_model.load(handle)
-    saved = {
-        name: checkpoint.get_tensor(name)
-        for name, _ in tf.train.list_variables(str(output_dir))
-        if name.startswith("model/encoder/")
-        and name.endswith("VARIABLE_VALUE")
-        and "OPTIMIZER_SLOT" not in name
-    }
-    # Every trainable weight of the module is in the checkpoint (the dropout seed states are
-    # saved by the runner under their own name, outside model/).
-    assert len(saved) >= len(exported.trainable_variables)
+    # [vocab_size, hidden_size] variable) and every other randomly initialized weight moved.
+    saved = saved_encoder_weights(output_dir)
     word_embeddings = [value for value in saved.values() if value.shape == (100, 32)]
     assert len(word_embeddings) == 1
+    exported = tf.saved_model.load(handle)
     (original,) = [v.numpy() for v in exported.variables if "word_embeddings" in v.name]
     assert np.abs(word_embeddings[0] - original).max() > 1e-4
-    unchanged = [
-        variable.name
-        for variable in exported.trainable_variables
-        if any(np.array_equal(variable.numpy(), value) for value in saved.values())
-    ]
-    assert unchanged == []
+    assert_module_weights_moved(output_dir, handle)
 
     # The raw-text serving export carries the module's vocab and casing.
     serving = tf.saved_model.load(str(output_dir / "serving_model"))
@@ -122,12 +108,7 @@ def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports,
     written = json.loads((output_dir / "scalar_mix_weights.json").read_text())
     assert written["layers"] == 2 and sum(written["layer_weights"]) == pytest.approx(1.0)
 
-    checkpoint = tf.train.load_checkpoint(str(output_dir))
-    saved = [
-        checkpoint.get_tensor(name)
-        for name, _ in tf.train.list_variables(str(output_dir))
-        if name.startswith("model/encoder/") and name.endswith("VARIABLE_VALUE")
-    ]
+    saved = list(saved_encoder_weights(output_dir).values())
     exported = tf.saved_model.load(handle)
     changed = [
         variable.name

@@ -5,7 +5,6 @@ import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -14,42 +13,8 @@ from official_bert.export.exported_bert_encoder import read_exported_encoder_set
 from official_bert.training.multitask_finetuning import MultiTaskOptions, run_multitask
 from official_bert.training.squad_finetuning import SquadOptions, run_squad
 from tests.conftest import REPO_ROOT
+from tests.export.module_weights import assert_module_weights_moved
 from tests.tiny_data import write_tiny_task
-
-
-def module_weights_in_checkpoint(output_dir, handle) -> tuple[dict, list]:
-    """(the runner checkpoint's encoder values by name, the module's trainable variables)."""
-    checkpoint = tf.train.load_checkpoint(str(output_dir))
-    saved = {
-        name: checkpoint.get_tensor(name)
-        for name, _ in tf.train.list_variables(str(output_dir))
-        if name.startswith("model/encoder/")
-        and name.endswith("VARIABLE_VALUE")
-        and "OPTIMIZER_SLOT" not in name
-    }
-    return saved, tf.saved_model.load(str(handle)).trainable_variables
-
-
-def assert_module_weights_moved(output_dir, handle, unused=()):
-    """Every randomly initialized weight of the module (kernels, embeddings) has a new value in
-    the runner's checkpoint, except those of `unused` sublayers (name parts). Weights that start
-    constant (zero biases, LayerNorm's 0 and 1) are left out: an unmoved one would equal any
-    other saved weight that kept the same constant, so a value match proves nothing for them."""
-    saved, module_variables = module_weights_in_checkpoint(output_dir, handle)
-    assert len(saved) >= len(module_variables)
-    checked = [
-        variable
-        for variable in module_variables
-        if np.ptp(variable.numpy()) > 0 and not any(part in variable.name for part in unused)
-    ]
-    assert len(checked) >= 10, [variable.name for variable in module_variables]
-    unchanged = [
-        variable.name
-        for variable in checked
-        if any(np.array_equal(variable.numpy(), value) for value in saved.values())
-    ]
-    assert unchanged == [], unchanged
-
 
 # Questions over two contexts in the tiny vocabulary (tests/tiny_data.py's words).
 _CONTEXTS = {
