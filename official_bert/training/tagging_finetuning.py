@@ -52,14 +52,17 @@ def write_tagged_file(
     write_text_atomically(path, "".join(lines))
 
 
-def _word_logits(model, records, sentences, batch_size, options, setup) -> list[np.ndarray]:
-    """Per sentence, the tag logits of its words (float32 [num_words, num_tags])."""
+def _predict_words(model, records, sentences, labels, batch_size, options, setup):
+    """Per sentence, the tag logits of its words (float32 [num_words, num_tags]) and the
+    predicted tag names."""
     outputs = predict_records(
         model, records, batch_size, options, setup, keep=("label_weights", "sentence_index")
     )
-    return word_predictions(
+    logits = word_predictions(
         outputs["outputs"], outputs["label_weights"], outputs["sentence_index"], len(sentences)
     )
+    tags = [[labels[index] for index in np.argmax(words, axis=-1)] for words in logits]
+    return logits, tags
 
 
 def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -> dict:
@@ -117,10 +120,9 @@ def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -
 
     if eval_records is not None:
         sentences = processor.get_examples("dev")
-        logits = _word_logits(
-            runner.model, eval_records, sentences, options.eval_batch_size, options, setup
+        logits, predicted = _predict_words(
+            runner.model, eval_records, sentences, labels, options.eval_batch_size, options, setup
         )
-        predicted = [[labels[i] for i in np.argmax(words, axis=-1)] for words in logits]
         metrics = tagging_metrics([list(s.tags) for s in sentences], predicted, labels)
         eval_results = {f"eval_{name}": value for name, value in metrics.items()}
         tag_ids = {tag: index for index, tag in enumerate(labels)}
@@ -138,10 +140,15 @@ def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -
         results["eval"] = eval_results
     if test_records is not None:
         sentences = processor.get_examples("test")
-        logits = _word_logits(
-            runner.model, test_records, sentences, options.predict_batch_size, options, setup
+        _, predicted = _predict_words(
+            runner.model,
+            test_records,
+            sentences,
+            labels,
+            options.predict_batch_size,
+            options,
+            setup,
         )
-        predicted = [[labels[i] for i in np.argmax(words, axis=-1)] for words in logits]
         path = os.path.join(options.output_dir, "test_predictions.txt")
         write_tagged_file(path, sentences, predicted, with_gold=False)
         logging.info("Wrote the tags of %d test sentences to %s", len(sentences), path)
