@@ -36,7 +36,11 @@ flags.DEFINE_bool(
 flags.DEFINE_enum("export_type", "model", list(EXPORT_TYPES), "What to export.")
 flags.DEFINE_string("export_path", None, "Directory of the SavedModel (must not exist).")
 flags.DEFINE_integer("default_seq_length", 128, "preprocessing: the root call's output length.")
-flags.DEFINE_bool("tokenize_with_offsets", False, "preprocessing: also export offsets (not yet).")
+flags.DEFINE_bool(
+    "tokenize_with_offsets",
+    False,
+    "preprocessing: also export .tokenize_with_offsets (ids with each piece's byte offsets).",
+)
 flags.DEFINE_bool("overwrite", False, "Replace an existing export_path.")
 flags.mark_flags_as_required(["vocab_file", "export_path"])
 

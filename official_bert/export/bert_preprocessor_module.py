@@ -13,6 +13,13 @@ the original `FullTokenizer`) and `BertInputPacker` (the original truncation and
                                       # 1 or 2 segments, round-robin truncation as the original
   preprocessor.get_special_tokens_dict()  # vocab_size, start_of_sequence_id, end_of_segment_id,
                                           # padding_id, mask_id: int32 scalars
+  preprocessor.tokenize_with_offsets(strings)
+                                      # only when exported with tokenize_with_offsets=True:
+                                      # (ids, start_offsets, limit_offsets), each a RaggedTensor
+                                      # [batch, (words), (pieces)]; ids int32 as .tokenize, the
+                                      # offsets int64 bytes of each input string (piece k came
+                                      # from strings[i][start:limit]), as tensorflow_text's
+                                      # TokenizerWithOffsets
   preprocessor.vocab_file             # asset: vocab.txt;  preprocessor.do_lower_case: bool
 
 Loading needs `import tensorflow_text` first (Op type not registered 'CaseFoldUTF8' otherwise);
@@ -29,7 +36,10 @@ from official_bert.tokenization import FastWordpieceBertTokenizer
 
 
 def build_preprocessor_module(
-    vocab_file: str, do_lower_case: bool, default_seq_length: int = 128
+    vocab_file: str,
+    do_lower_case: bool,
+    default_seq_length: int = 128,
+    tokenize_with_offsets: bool = False,
 ) -> tf.Module:
     """The exportable preprocessor object; see the module docstring for what it offers."""
     tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
@@ -74,6 +84,13 @@ def build_preprocessor_module(
     root.tokenize = tokenize
     root.bert_pack_inputs = bert_pack_inputs
     root.get_special_tokens_dict = get_special_tokens_dict
+    if tokenize_with_offsets:
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def tokenize_with_offsets_fn(strings):
+            return tokenizer.tokenize_words_with_offsets(strings)
+
+        root.tokenize_with_offsets = tokenize_with_offsets_fn
     return root
 
 
@@ -83,12 +100,16 @@ def export_bert_preprocessor(
     do_lower_case: bool,
     default_seq_length: int = 128,
     overwrite: bool = False,
+    tokenize_with_offsets: bool = False,
 ) -> str:
     """Saves the preprocessor at `export_path` (temporary name, then rename); returns the path.
 
-    `serving_default` maps `text` tf.string [batch] to the three int32 tensors.
+    `serving_default` maps `text` tf.string [batch] to the three int32 tensors;
+    `tokenize_with_offsets` adds the method of that name.
     """
-    root = build_preprocessor_module(vocab_file, do_lower_case, default_seq_length)
+    root = build_preprocessor_module(
+        vocab_file, do_lower_case, default_seq_length, tokenize_with_offsets
+    )
     return save_atomically(
         root,
         export_path,

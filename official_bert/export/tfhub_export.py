@@ -65,11 +65,10 @@ def export_tfhub(
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )
-    if tokenize_with_offsets:
-        raise NotImplementedError(
-            "tokenize_with_offsets is not supported yet: the tokenizer normalizes the text "
-            "(lower-casing, NFD, accent stripping) before splitting, so offsets into the "
-            "original string need a mapping that is not written"
+    if tokenize_with_offsets and export_type != "preprocessing":
+        raise ValueError(
+            "tokenize_with_offsets applies to export_type=preprocessing (the tokenizer), "
+            f"not to export_type={export_type}"
         )
     if do_lower_case is None:
         do_lower_case = guess_do_lower_case(vocab_file, model_checkpoint_path)
@@ -77,7 +76,12 @@ def export_tfhub(
 
     if export_type == "preprocessing":
         return export_bert_preprocessor(
-            export_path, vocab_file, do_lower_case, default_seq_length, overwrite=overwrite
+            export_path,
+            vocab_file,
+            do_lower_case,
+            default_seq_length,
+            overwrite=overwrite,
+            tokenize_with_offsets=tokenize_with_offsets,
         )
 
     if not model_checkpoint_path:

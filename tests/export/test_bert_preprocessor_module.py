@@ -116,3 +116,23 @@ def test_no_vocab_path_inside_and_works_after_moving(tmp_path):
     again = load_preprocessor(str(tmp_path / "again"))
     assert again.tokenize(tf.constant(SENTENCES)).merge_dims(1, 2).to_list() == GOLDEN_PIECES
     assert tf.io.read_file(again.vocab_file.asset_path).numpy().startswith(b"[PAD]\n[UNK]\n")
+
+
+def test_tokenize_with_offsets_is_exported_on_request(preprocessor_path, tmp_path):
+    path, vocab_file = preprocessor_path
+    assert not hasattr(load_preprocessor(path), "tokenize_with_offsets")
+    with_offsets = load_preprocessor(
+        export_bert_preprocessor(
+            str(tmp_path / "export"), str(vocab_file), True, tokenize_with_offsets=True
+        )
+    )
+    text = "Hello, WORLD! Zebra jumps"
+    ids, starts, limits = with_offsets.tokenize_with_offsets(tf.constant([text, ""]))
+    assert ids.to_list() == with_offsets.tokenize(tf.constant([text, ""])).to_list()
+    assert ids.to_list() == [[[34], [48], [35], [50], [1], [30, 53]], []]
+    assert starts.dtype == limits.dtype == tf.int64
+    spans = [
+        [text[a:b] for a, b in zip(s, e, strict=True)]
+        for s, e in zip(starts[0], limits[0], strict=True)
+    ]
+    assert spans == [["Hello"], [","], ["WORLD"], ["!"], ["Zebra"], ["jump", "s"]]

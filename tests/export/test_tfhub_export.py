@@ -177,12 +177,21 @@ def test_minilm_preprocessor_and_encoder_reproduce_the_reference(minilm_dir, tmp
     assert len(outputs["encoder_outputs"]) == 6
 
 
-def test_tokenize_with_offsets_is_refused_until_it_exists(tiny_checkpoint_dir, tmp_path):
-    with pytest.raises(NotImplementedError, match="tokenize_with_offsets is not supported yet"):
+def test_tokenize_with_offsets_only_for_the_preprocessor(tiny_checkpoint_dir, tmp_path):
+    with pytest.raises(ValueError, match="tokenize_with_offsets applies to export_type=prepro"):
         export_tfhub(
-            "preprocessing",
-            str(tmp_path / "preprocessor"),
+            "model",
+            str(tmp_path / "encoder"),
             str(tiny_checkpoint_dir / "vocab.txt"),
+            model_checkpoint_path=str(tiny_checkpoint_dir / "bert_model.ckpt"),
             tokenize_with_offsets=True,
         )
-    assert not (tmp_path / "preprocessor").exists()
+    assert not (tmp_path / "encoder").exists()
+    path = export_tfhub(
+        "preprocessing",
+        str(tmp_path / "preprocessor"),
+        str(tiny_checkpoint_dir / "vocab.txt"),
+        tokenize_with_offsets=True,
+    )
+    ids, starts, limits = load_preprocessor(path).tokenize_with_offsets(tf.constant(["ab  c"]))
+    assert ids.shape.rank == starts.shape.rank == limits.shape.rank == 3
