@@ -82,6 +82,7 @@ def run_ours(task: str, args) -> dict:
                 steps_per_loop=10 if args.speed_steps else 50,
                 log_steps=10 if args.speed_steps else 50,
                 seed=args.seed,
+                optimizer_type=args.optimizer_type,
                 trim_padding=not args.no_trim,
                 export_dir="",
             )
@@ -92,6 +93,8 @@ def run_ours(task: str, args) -> dict:
     return {
         "bench": "finetune_glue",
         "peer": "ours" + ("-untrimmed" if args.no_trim else ""),
+        "optimizer_type": args.optimizer_type,
+        "seed": args.seed,
         "task": task,
         "steps_run": steps,
         "dev_metrics": {k.removeprefix("eval_"): v for k, v in results.get("eval", {}).items()},
@@ -174,6 +177,12 @@ def main():
     parser.add_argument("--glue_dir", default=os.path.join(SHARED, "data", "glue"))
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument("--impls", default="ours,peer", help="ours, peer or both")
+    parser.add_argument(
+        "--optimizer_type",
+        default="adamw",
+        help="ours: adamw (the original AdamWeightDecay, no bias correction) or keras_adamw "
+        "(bias-corrected, as the peer's torch AdamW)",
+    )
     parser.add_argument("--peer_jsonl", help="take the peer's runs from this file instead")
     parser.add_argument("--speed_steps", type=int, default=0, help="N steps, speed only")
     parser.add_argument("--no_trim", action="store_true", help="ours without trimmed padding")
