@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import os
 import re
 import sys
@@ -360,8 +361,41 @@ def _re2_class(code_points, negate: bool = False) -> str:
     return ("[^" if negate else "[") + "".join(parts) + "]"
 
 
+# `compute_character_classes()` for this Python's Unicode database, stored with the package:
+# computing them walks all 1.1 million code points (about half a second of start-up in every
+# process that builds a FastWordpieceBertTokenizer: each create_pretraining_data worker, each script). Rewritten by `write_character_classes_file()`; a test checks that
+# it equals a fresh computation.
+CHARACTER_CLASSES_FILE = os.path.join(os.path.dirname(__file__), "tokenization_classes.json")
+
+
 @functools.cache
 def _character_classes() -> dict[str, str]:
+    """`compute_character_classes()`, read from CHARACTER_CLASSES_FILE when it was made with
+    the same Unicode version as this Python's `unicodedata` (computed otherwise)."""
+    try:
+        with open(CHARACTER_CLASSES_FILE, encoding="utf-8") as reader:
+            stored = json.load(reader)
+    except (OSError, ValueError):
+        stored = {}
+    if stored.get("unidata_version") == unicodedata.unidata_version:
+        return stored["patterns"]
+    return compute_character_classes()
+
+
+def write_character_classes_file(path: str = CHARACTER_CLASSES_FILE) -> None:
+    """Stores `compute_character_classes()` with this Python's Unicode version at `path`."""
+    data = {
+        "unidata_version": unicodedata.unidata_version,
+        "patterns": compute_character_classes(),
+    }
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as writer:
+        json.dump(data, writer, indent=1, sort_keys=True)
+        writer.write("\n")
+    os.replace(temporary, path)
+
+
+def compute_character_classes() -> dict[str, str]:
     """RE2 classes for each character test of `BasicTokenizer`, from Python's `unicodedata`.
 
     RE2's own `\\p{..}` tables follow a newer Unicode than Python 3.11 (14.0) and disagree on

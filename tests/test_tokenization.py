@@ -6,6 +6,7 @@ The reference is the original google-research/bert `tokenization.py` (and its
 """
 
 import collections
+import json
 import sys
 import unicodedata
 from pathlib import Path
@@ -658,3 +659,31 @@ def test_corpus_ids_identical(bert_pair):
     )
     assert len(lines) > 20000 and fast.vocab_size == 30522
     assert not mismatches, [lines[index] for index in mismatches[:5]]
+
+
+# === The stored character classes ===
+
+
+def test_stored_character_classes_equal_a_fresh_computation():
+    # If this fails after a change to compute_character_classes, rewrite the file with
+    # `python -c "from official_bert.tokenization import write_character_classes_file as w; w()"`.
+    with open(tokenization.CHARACTER_CLASSES_FILE, encoding="utf-8") as reader:
+        stored = json.load(reader)
+    assert stored["unidata_version"] == unicodedata.unidata_version
+    assert stored["patterns"] == tokenization.compute_character_classes()
+
+
+def test_character_classes_are_computed_for_another_unicode_version(tmp_path, monkeypatch):
+    path = tmp_path / "classes.json"
+    tokenization.write_character_classes_file(str(path))
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    monkeypatch.setattr(tokenization, "CHARACTER_CLASSES_FILE", str(path))
+    monkeypatch.setattr(tokenization, "compute_character_classes", lambda: {"computed": "yes"})
+    tokenization._character_classes.cache_clear()
+    try:
+        assert tokenization._character_classes() == stored["patterns"]
+        tokenization._character_classes.cache_clear()
+        path.write_text(json.dumps({**stored, "unidata_version": "1.0.0"}), encoding="utf-8")
+        assert tokenization._character_classes() == {"computed": "yes"}
+    finally:
+        tokenization._character_classes.cache_clear()
