@@ -8,6 +8,7 @@ one epoch. Ours runs with its defaults (the original AdamWeightDecay, trimmed pa
   python bench/glue_finetune.py --tasks mrpc,stsb,sst2,cola            # ours + the peer
   python bench/glue_finetune.py --peer_jsonl runs.jsonl                # reuse earlier peer runs
   python bench/glue_finetune.py --speed_steps 40                       # speed only, both sides
+  python bench/glue_finetune.py --summarize a.jsonl b.jsonl            # mean/std over seeds
 
 Prints one JSON line per run (appended to --jsonl) and a Markdown table.
 """
@@ -171,6 +172,27 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def seed_summary(rows: list[dict]) -> str:
+    """Mean and standard deviation of each dev metric over the rows of one task and impl."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if row.get("dev_metrics"):
+            impl = row["peer"] + (f" {row['optimizer_type']}" if "optimizer_type" in row else "")
+            groups.setdefault((row["task"], impl), []).append(row)
+    lines = ["| task | impl | seeds | dev metrics, mean (std) |", "|---|---|---|---|"]
+    for (task, impl), group in sorted(groups.items()):
+        cells = []
+        for name in METRICS:
+            values = [100 * r["dev_metrics"][name] for r in group if name in r["dev_metrics"]]
+            if values:
+                spread = statistics.stdev(values) if len(values) > 1 else 0.0
+                cells.append(f"{name} {statistics.mean(values):.2f} ({spread:.2f})")
+        # The peer's lines keep the seed in their recipe.
+        seeds = ",".join(str(r.get("seed", r.get("recipe", {}).get("seed", "?"))) for r in group)
+        lines.append(f"| {task} | {impl} | {seeds} | {', '.join(cells)} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", default="mrpc,stsb,sst2,cola")
@@ -187,7 +209,17 @@ def main():
     parser.add_argument("--speed_steps", type=int, default=0, help="N steps, speed only")
     parser.add_argument("--no_trim", action="store_true", help="ours without trimmed padding")
     parser.add_argument("--jsonl", default=None, help="append result lines here")
+    parser.add_argument(
+        "--summarize", nargs="+", metavar="JSONL", help="only print mean/std over seeds of these"
+    )
     args = parser.parse_args()
+    if args.summarize:
+        rows = []
+        for path in args.summarize:
+            with open(path) as reader:
+                rows += [json.loads(line) for line in reader if line.strip()]
+        print(seed_summary(rows))
+        return
     from absl import logging
 
     logging.set_verbosity(logging.INFO)  # the runner's progress lines
