@@ -363,8 +363,9 @@ def _re2_class(code_points, negate: bool = False) -> str:
 
 # `compute_character_classes()` for this Python's Unicode database, stored with the package:
 # computing them walks all 1.1 million code points (about half a second of start-up in every
-# process that builds a FastWordpieceBertTokenizer: each create_pretraining_data worker, each script). Rewritten by `write_character_classes_file()`; a test checks that
-# it equals a fresh computation.
+# process that builds a FastWordpieceBertTokenizer: each create_pretraining_data worker, each
+# script). Rewritten by `write_character_classes_file()`; a test checks that it equals a fresh
+# computation.
 CHARACTER_CLASSES_FILE = os.path.join(os.path.dirname(__file__), "tokenization_classes.json")
 
 
@@ -660,12 +661,14 @@ class FastWordpieceBertTokenizer(tf.Module):
           [batch, (words), (pieces)] int32 RaggedTensor of wordpiece ids.
         """
         words = self.split_words(strings)
-        return words.with_values(self._wordpiece.tokenize(self._unk_if_too_long(words.flat_values)))
+        flat_words = words.flat_values
+        flat_words = tf.where(self._too_long(flat_words), self._UNK_TOKEN, flat_words)
+        return words.with_values(self._wordpiece.tokenize(flat_words))
 
-    def _unk_if_too_long(self, flat_words: tf.Tensor) -> tf.Tensor:
+    def _too_long(self, flat_words: tf.Tensor) -> tf.Tensor:
+        """bool [num_words]: the words the original turns into "[UNK]" for their length."""
         # The original's limit counts characters; FastWordpieceTokenizer's counts bytes.
-        too_long = tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_input_chars_per_word
-        return tf.where(too_long, self._UNK_TOKEN, flat_words)
+        return tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_input_chars_per_word
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_words_with_offsets(self, strings):
@@ -687,15 +690,16 @@ class FastWordpieceBertTokenizer(tf.Module):
         normalized on its own. The normalization is a per-character map (the final sigma, the
         one contextual case, and the reordering of combining marks never change how many
         characters come out), so each character of the normalized text is traced back to the
-        input character that produced it, and the words are found among those characters with
-        the classes of `split_words`. The ids themselves come from the exact whole-string
+        input character that produced it; without the whitespace, those characters are the
+        normalized words' characters in order. The ids themselves come from the exact whole-string
         pipeline; the offsets from wordpiece's offsets within each normalized word.
         """
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         words = self.split_words(strings)  # Checks the shape.
         flat_words = words.flat_values
+        too_long = self._too_long(flat_words)
         pieces, piece_starts, piece_limits = self._wordpiece.tokenize_with_offsets(
-            self._unk_if_too_long(flat_words)
+            tf.where(too_long, self._UNK_TOKEN, flat_words)
         )  # [num_words, (pieces)]; byte offsets within each normalized word.
 
         # Each input character with its byte span, normalized on its own.
@@ -712,7 +716,7 @@ class FastWordpieceBertTokenizer(tf.Module):
         )
 
         # The normalized characters, each with the span of the input character it came from,
-        # grouped into words as split_words groups them.
+        # whitespace left out: the characters of the normalized words, laid end to end.
         normalized_chars = normalized.flat_values
         span_starts = tf.repeat(char_starts, outputs_per_char)
         span_limits = tf.repeat(char_limits, outputs_per_char)
@@ -752,10 +756,7 @@ class FastWordpieceBertTokenizer(tf.Module):
                 - 1
             )
         # A too-long word became "[UNK]": its one piece spans all the word's characters.
-        too_long = tf.gather(
-            tf.strings.length(flat_words, unit="UTF8_CHAR") > self.max_input_chars_per_word,
-            piece_word,
-        )
+        too_long = tf.gather(too_long, piece_word)
         word_first_char = tf.gather(tf.cumsum(chars_per_word, exclusive=True), piece_word)
         first_char = tf.where(too_long, word_first_char, first_char)
         last_char = tf.where(
