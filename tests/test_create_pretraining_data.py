@@ -4,6 +4,7 @@ import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,6 +141,24 @@ def test_script_is_deterministic_for_any_worker_count(vocab_file, tmp_path):
     assert one.returncode == 0, one.stderr[-2000:]
     assert two.returncode == 0, two.stderr[-2000:]
     assert (tmp_path / "a.tfrecord").read_bytes() == (tmp_path / "b.tfrecord").read_bytes()
+
+
+def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_path):
+    # The script test above may finish before its helper is up (chunks then stay in the main
+    # process); here the main process waits for the helper, so the helper surely takes chunks.
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
+    outputs = {}
+    for workers in (1, 2):
+        paths = [str(tmp_path / f"w{workers}_{shard}.tfrecord") for shard in range(2)]
+        summary = write_pretraining_examples(
+            [str(CORPUS)], paths, settings, num_workers=workers, wait_for_helpers=True
+        )
+        outputs[workers] = [Path(path).read_bytes() for path in paths]
+        if workers == 2:
+            assert summary["chunks"] > 4
+            assert summary["chunks_processed_in_helpers"] > 0
+    assert outputs[1] == outputs[2]
+    assert all(len(shard) > 0 for shard in outputs[1])
 
 
 @pytest.mark.slow  # two more script runs; default suite time

@@ -1,9 +1,10 @@
 """write_pretraining_examples: the streaming, parallel create_pretraining_data pipeline.
 
-The corpus is read in chunks of documents; worker processes tokenize each chunk, build its
-instances for every dupe pass, mask them and serialize them; the main process writes the records
-in chunk order, round-robin over the output files. Memory is bounded by the chunk size times the
-chunks in flight, not by the corpus. Every chunk draws from its own random stream seeded by
+The corpus is read in chunks of documents; each chunk is tokenized, its instances built for every
+dupe pass, masked and serialized, by helper processes or by the main process (which takes the
+chunks the helpers leave); the main process writes the records in chunk order, round-robin over
+the output files. Memory is bounded by the chunk size times the chunks in flight, not by the
+corpus. Every chunk draws from its own random stream seeded by
 (random_seed, chunk index), so the output depends on the inputs, flags and chunking only: the
 same files come out for any number of workers.
 
@@ -226,9 +227,55 @@ def _process_in_worker(chunk):
     return _WORKER(chunk)
 
 
+def _worker_ready() -> bool:
+    return True
+
+
+def _is_ready(pending) -> bool:
+    return isinstance(pending, tuple) or pending.ready()
+
+
 def _result(pending):
     """The (records, stats) of a chunk processed here or in a helper process."""
     return pending if isinstance(pending, tuple) else pending.get()
+
+
+def _write_chunks_in_parallel(
+    chunks, settings, num_workers, max_chunks_in_flight, consume, wait_for_helpers=False
+) -> int:
+    """Processes `chunks` in this process and num_workers - 1 helper processes; calls
+    `consume(records, stats)` for every chunk in chunk order. Returns how many chunks the
+    helpers processed.
+
+    Chunks go to the helpers while each has fewer than two waiting; the others are processed
+    here, between writes of finished chunks. So this process, which also writes every record,
+    takes what the helpers leave, and nothing waits for the helpers to start (TensorFlow's
+    import takes seconds): until they are up, every chunk is processed here. Which process
+    handled a chunk does not change its result (each chunk has its own random stream).
+    `wait_for_helpers` waits for them first instead (tests: helpers surely take chunks).
+    """
+    num_helpers = num_workers - 1
+    in_flight = max_chunks_in_flight or 4 * num_workers
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(num_helpers, initializer=_init_worker, initargs=(settings,)) as pool:
+        helpers_up = pool.apply_async(_worker_ready)
+        processor = ChunkProcessor(settings)  # built while the helpers start up
+        if wait_for_helpers:
+            helpers_up.wait()
+        pending = collections.deque()
+        helper_chunks = 0
+        for chunk in chunks:
+            helper_tasks = sum(not isinstance(p, tuple) and not p.ready() for p in pending)
+            if helpers_up.ready() and helper_tasks < 2 * num_helpers:
+                pending.append(pool.apply_async(_process_in_worker, (chunk,)))
+                helper_chunks += 1
+            else:
+                pending.append(processor(chunk))
+            while pending and (len(pending) >= in_flight or _is_ready(pending[0])):
+                consume(*_result(pending.popleft()))
+        while pending:
+            consume(*_result(pending.popleft()))
+    return helper_chunks
 
 
 # === Main side ===
@@ -254,6 +301,7 @@ def write_pretraining_examples(
     on_decode_error: str = "fail",
     max_chunks_in_flight: int | None = None,
     log_every_seconds: float = 10.0,
+    wait_for_helpers: bool = False,
 ) -> dict:
     """Writes MLM+NSP pre-training TFRecords; returns the summary (also written as JSON next to
     the first output, `<output>.summary.json`).
@@ -261,6 +309,12 @@ def write_pretraining_examples(
     Each output is written under a temporary name and renamed when all are complete; the summary
     is written last. A rerun with the same inputs and settings finds the finished outputs and
     returns at once; an interrupted run leaves no file under a final name and is redone.
+
+    num_workers: processes, this one included (default: all cores); the output bytes do not
+      depend on it. max_chunks_in_flight: chunks read but not yet written (default 4 per
+      worker), the memory bound. wait_for_helpers: process nothing here until the helper
+      processes are up (by default this process starts alone, as TensorFlow's import makes
+      theirs take seconds).
     """
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
@@ -305,6 +359,7 @@ def write_pretraining_examples(
             writers[written % len(writers)].write(record)
             written += 1
         totals.update(stats)
+        totals["chunks"] += 1
         now = time.time()
         if now - last_log >= log_every_seconds:
             last_log = now
@@ -322,29 +377,15 @@ def write_pretraining_examples(
             )
 
     try:
+        helper_chunks = 0
         if num_workers <= 1:
             processor = ChunkProcessor(settings)
             for chunk in chunks:
                 consume(*processor(chunk))
         else:
-            # The main process is one of the workers: it takes every num_workers-th chunk, the
-            # num_workers - 1 helper processes the others. Results are written in chunk order.
-            in_flight = max_chunks_in_flight or 2 * num_workers
-            context = multiprocessing.get_context("spawn")
-            with context.Pool(
-                num_workers - 1, initializer=_init_worker, initargs=(settings,)
-            ) as pool:
-                processor = ChunkProcessor(settings)  # built while the helpers start up
-                pending = collections.deque()
-                for chunk in chunks:
-                    if chunk.index % num_workers == 0:
-                        pending.append(processor(chunk))
-                    else:
-                        pending.append(pool.apply_async(_process_in_worker, (chunk,)))
-                    while len(pending) >= in_flight:
-                        consume(*_result(pending.popleft()))
-                while pending:
-                    consume(*_result(pending.popleft()))
+            helper_chunks = _write_chunks_in_parallel(
+                chunks, settings, num_workers, max_chunks_in_flight, consume, wait_for_helpers
+            )
         for writer in writers:
             writer.close()
         if totals["documents"] == 0:
@@ -388,6 +429,8 @@ def write_pretraining_examples(
         "instances_per_second": written / elapsed,
         "input_megabytes_per_second": total_bytes / 1e6 / elapsed,
         "num_workers": num_workers,
+        "chunks": totals["chunks"],
+        "chunks_processed_in_helpers": helper_chunks,
         "output_files": output_files,
         "settings": settings_dict,
     }

@@ -4,7 +4,9 @@ create_pretraining_data.py builds them (create_instances_from_document)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
+import typing
 
 import numpy as np
 
@@ -29,11 +31,11 @@ class TokenizedDocument:
         return len(self.offsets) - 1
 
 
-@dataclasses.dataclass
-class Instance:
+class Instance(typing.NamedTuple):
     """Segment A = documents[a_document].tokens[a_start:a_end], segment B likewise (b_document
     is -1 for MLM-only instances), whether B is a random segment, and whether the document drew a
-    short target length. Spans index the tokens, so building an instance copies nothing."""
+    short target length. Spans index the tokens, so building an instance copies nothing; a tuple,
+    so that many of them become one int array at once (`pack_instances`)."""
 
     a_document: int
     a_start: int
@@ -181,10 +183,13 @@ def pack_instances(
 ) -> PackedInstances:
     """[CLS] A [SEP] B [SEP] for every instance, built with one vectorized gather."""
     count = len(instances)
-    spans = np.array(
-        [(i.a_document, i.a_start, i.a_end, i.b_document, i.b_start, i.b_end) for i in instances],
-        np.int64,
-    ).reshape(count, 6)
+    # Columns as Instance's fields: the spans, then is_random_next and is_short_target.
+    # (np.fromiter over the flattened tuples: several times faster than np.array on tuples.)
+    width = len(Instance._fields)
+    fields = np.fromiter(
+        itertools.chain.from_iterable(instances), np.int64, count=count * width
+    ).reshape(count, width)
+    spans = fields[:, :6]
     bases = np.cumsum([0] + [len(d.tokens) for d in documents])
     flat = np.concatenate([d.tokens for d in documents] + [np.zeros(1, np.int32)])
     a_from = bases[spans[:, 0]] + spans[:, 1]
@@ -193,18 +198,22 @@ def pack_instances(
     b_from = np.where(has_b, bases[np.maximum(spans[:, 3], 0)] + spans[:, 4], 0)
     b_length = np.where(has_b, spans[:, 5] - spans[:, 4], -1)  # -1: no B and no second [SEP]
     lengths = a_length + 2 + (b_length + 1)
-    position = np.arange(max_seq_length)[None, :]
-    a_end, b_end = (a_length + 1)[:, None], (a_length + 2 + b_length)[:, None]
+    # int32 from here (the chunk's tokens number far fewer than 2**31): half the memory traffic.
+    sentinel = len(flat) - 1  # the zero after the last document: padding reads it
+    position = np.arange(max_seq_length, dtype=np.int32)[None, :]
+    a_end = (a_length + 1).astype(np.int32)[:, None]
+    b_end = (a_length + 2 + b_length).astype(np.int32)[:, None]
     in_a = (position >= 1) & (position < a_end)
     in_b = (position > a_end) & (position < b_end)
-    source = np.where(in_a, a_from[:, None] + position - 1, 0)
-    source = np.where(in_b, b_from[:, None] + position - a_end - 1, source)
-    input_ids = np.where(in_a | in_b, flat[source], 0).astype(np.int32)
+    first_a = (a_from - 1).astype(np.int32)[:, None]  # source index = position + first
+    first_b = b_from.astype(np.int32)[:, None] - a_end - 1
+    source = position + np.where(position <= a_end, first_a, first_b)
+    input_ids = flat[np.where(in_a | in_b, source, sentinel)]
     input_ids[:, 0] = cls_id
     rows = np.arange(count)
     input_ids[rows, a_end[:, 0]] = sep_id
     input_ids[rows[has_b], b_end[has_b, 0]] = sep_id
     segment_ids = ((position > a_end) & (position <= b_end)).astype(np.int32)
-    labels = np.array([i.is_random_next for i in instances], np.int32)
-    is_short = np.array([i.is_short_target for i in instances], bool)
+    labels = fields[:, 6].astype(np.int32)
+    is_short = fields[:, 7].astype(bool)
     return PackedInstances(input_ids, segment_ids, lengths.astype(np.int64), labels, is_short)
