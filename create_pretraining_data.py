@@ -34,7 +34,11 @@ flags.DEFINE_float("masked_lm_prob", 0.15, "Masked-LM probability.")
 flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than maximum.")
 # === Beyond the original ===
 flags.DEFINE_integer(
-    "num_workers", None, "Processes building examples, this one included (default: all cores)."
+    "num_workers",
+    None,
+    "Processes building examples, this one included (default: all cores, fewer for a small "
+    "corpus: a helper process spends seconds importing TensorFlow; the output does not depend "
+    "on it).",
 )
 flags.DEFINE_integer(
     "num_output_shards", None, "Write --output_file as this many shards NAME-00000-of-0000N."

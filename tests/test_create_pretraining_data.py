@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_bert.data import pretraining_data_writer
 from official_bert.data.pretraining_data_writer import (
     PretrainingDataSettings,
+    default_num_workers,
     write_pretraining_examples,
 )
 from official_bert.data.pretraining_features import pretraining_feature_spec
@@ -141,6 +143,14 @@ def test_script_is_deterministic_for_any_worker_count(vocab_file, tmp_path):
     assert one.returncode == 0, one.stderr[-2000:]
     assert two.returncode == 0, two.stderr[-2000:]
     assert (tmp_path / "a.tfrecord").read_bytes() == (tmp_path / "b.tfrecord").read_bytes()
+
+
+def test_default_worker_count_spares_small_corpora_the_helper_start_up(monkeypatch):
+    monkeypatch.setattr(pretraining_data_writer.os, "cpu_count", lambda: 8)
+    assert default_num_workers(2_000_000, dupe_factor=10) == 1  # the demo corpus scale
+    assert default_num_workers(30_000_000, dupe_factor=10) == 4
+    assert default_num_workers(30_000_000, dupe_factor=1) == 1
+    assert default_num_workers(10**10, dupe_factor=10) == 8  # all cores
 
 
 def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_path):
