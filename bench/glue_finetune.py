@@ -202,8 +202,8 @@ def main():
     parser.add_argument(
         "--optimizer_type",
         default="adamw",
-        help="ours: adamw (the original AdamWeightDecay, no bias correction) or keras_adamw "
-        "(bias-corrected, as the peer's torch AdamW)",
+        help="ours: adamw (the original AdamWeightDecay, no bias correction), adamw_torch "
+        "(bias-corrected, epsilon as the peer's torch AdamW) or keras_adamw (Keras's AdamW)",
     )
     parser.add_argument("--peer_jsonl", help="take the peer's runs from this file instead")
     parser.add_argument("--speed_steps", type=int, default=0, help="N steps, speed only")

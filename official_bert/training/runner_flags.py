@@ -36,7 +36,13 @@ def define_runner_flags() -> None:
     flags.DEFINE_enum(
         "dtype", "float32", ["float32", "mixed_bfloat16", "mixed_float16"], "Precision."
     )
-    flags.DEFINE_enum("optimizer_type", "adamw", ["adamw", "keras_adamw", "lamb"], "Optimizer.")
+    flags.DEFINE_enum(
+        "optimizer_type",
+        "adamw",
+        ["adamw", "adamw_torch", "keras_adamw", "lamb"],
+        "adamw: the original AdamWeightDecay (no bias correction); adamw_torch: bias-corrected "
+        "AdamW as torch.optim.AdamW / Hugging Face; keras_adamw: keras.optimizers.AdamW; lamb.",
+    )
     flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
     flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")

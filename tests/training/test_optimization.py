@@ -50,6 +50,59 @@ def test_update_equals_the_original_without_bias_correction_and_with_decay_exclu
         )
 
 
+def _torch_adamw_update(param, grad, m, v, step, lr, decay, b1=0.9, b2=0.999, eps=1e-6):
+    # torch.optim.AdamW (and the paper's AdamW): decay first, then bias-corrected moments with
+    # epsilon added to sqrt(v_hat), in numpy.
+    param = param * (1 - lr * decay)
+    m = b1 * m + (1 - b1) * grad
+    v = b2 * v + (1 - b2) * grad**2
+    m_hat, v_hat = m / (1 - b1**step), v / (1 - b2**step)
+    return param - lr * m_hat / (np.sqrt(v_hat) + eps), m, v
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_adamw_torch_equals_torch_adamw_with_small_gradients(compiled):
+    # Gradients of 1e-6..1e-4: where epsilon's placement matters (Keras's AdamW differs there).
+    rng = np.random.default_rng(2)
+    kernel = keras.Variable(rng.normal(size=(5, 4)).astype(np.float32), name="kernel")
+    bias = keras.Variable(rng.normal(size=(4,)).astype(np.float32), name="bias")
+    optimizer = create_optimizer(
+        1e-2, num_train_steps=1000, num_warmup_steps=0, optimizer_type="adamw_torch"
+    )
+    assert optimizer.bias_correction
+
+    def apply(grads):
+        optimizer.apply_gradients(zip(grads, (kernel, bias), strict=True))
+
+    if compiled:
+        optimizer.build([kernel, bias])
+        apply = tf.function(apply)
+    expected = {v.name: [v.numpy().astype(np.float64), 0.0, 0.0] for v in (kernel, bias)}
+    for step in range(1, 7):
+        scale = 10.0 ** rng.uniform(-6, -4)
+        grads = [(scale * rng.normal(size=v.shape)).astype(np.float32) for v in (kernel, bias)]
+        apply([tf.constant(g) for g in grads])
+        lr = 1e-2 * (1 - (step - 1) / 1000)  # linear decay from step 0, no warm-up
+        for variable, grad in zip((kernel, bias), grads, strict=True):
+            param, m, v = expected[variable.name]
+            decay = 0.01 if variable.name == "kernel" else 0.0
+            expected[variable.name] = list(_torch_adamw_update(param, grad, m, v, step, lr, decay))
+    for variable in (kernel, bias):
+        start = expected[variable.name][0]
+        np.testing.assert_allclose(variable.numpy(), start, rtol=1e-5, atol=1e-6)
+    # Keras's AdamW, same steps, lands elsewhere: its epsilon is 32x larger at step 1.
+    keras_kernel = keras.Variable(np.zeros((2,), np.float32), name="kernel")
+    keras_opt = keras.optimizers.AdamW(learning_rate=1e-2, epsilon=1e-6, weight_decay=0.0)
+    keras_opt.apply_gradients([(tf.constant([1e-5, 1e-5]), keras_kernel)])
+    ours_kernel = keras.Variable(np.zeros((2,), np.float32), name="kernel")
+    AdamWeightDecay(learning_rate=1e-2, bias_correction=True).apply_gradients(
+        [(tf.constant([1e-5, 1e-5]), ours_kernel)]
+    )
+    # torch: -lr * g / (|g| + eps) = -1e-2 * 1e-5 / 1.1e-5; Keras: -lr * g / (|g| + 31.6 eps).
+    np.testing.assert_allclose(ours_kernel.numpy(), [-1e-2 / 1.1] * 2, rtol=1e-5)
+    assert abs(keras_kernel.numpy()[0]) < 0.3 * 1e-2
+
+
 def test_compiled_update_uses_the_fused_kernel_with_the_same_result(monkeypatch):
     # In a tf.function the update is TensorFlow's fused ResourceApplyAdam (one pass over the
     # moments, with both beta powers 0: no bias correction); it must equal the Keras-ops update.
@@ -89,7 +142,7 @@ def test_schedule_warms_up_then_decays_to_zero():
         WarmupLinearDecay(1e-3, 10, 20)
 
 
-@pytest.mark.parametrize("optimizer_type", ["adamw", "keras_adamw", "lamb"])
+@pytest.mark.parametrize("optimizer_type", ["adamw", "adamw_torch", "keras_adamw", "lamb"])
 def test_create_optimizer_types_clip_and_train(optimizer_type):
     optimizer = create_optimizer(
         0.1, num_train_steps=50, num_warmup_steps=5, optimizer_type=optimizer_type
