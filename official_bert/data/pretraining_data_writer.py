@@ -4,9 +4,9 @@ The corpus is read in chunks of documents; each chunk is tokenized, its instance
 dupe pass, masked and serialized, by helper processes or by the main process (which takes the
 chunks the helpers leave); the main process writes the records in chunk order, round-robin over
 the output files. Memory is bounded by the chunk size times the chunks in flight, not by the
-corpus. Every chunk draws from its own random stream seeded by
-(random_seed, chunk index), so the output depends on the inputs, flags and chunking only: the
-same files come out for any number of workers.
+corpus. Every chunk draws from its own random stream seeded by (random_seed, chunk index), so
+the output depends on the inputs, flags and chunking only: the same files come out for any
+number of workers.
 
 Differences from the original, by design: documents are shuffled, random "next" segments drawn
 and instances shuffled within a chunk (the original does all three over the whole corpus, which
@@ -247,11 +247,11 @@ def _write_chunks_in_parallel(
     `consume(records, stats)` for every chunk in chunk order. Returns how many chunks the
     helpers processed.
 
-    Chunks go to the helpers while each has fewer than two waiting; the others are processed
-    here, between writes of finished chunks. So this process, which also writes every record,
-    takes what the helpers leave, and nothing waits for the helpers to start (TensorFlow's
-    import takes seconds): until they are up, every chunk is processed here. Which process
-    handled a chunk does not change its result (each chunk has its own random stream).
+    Chunks go to the helpers while fewer than two per helper are unfinished; the others are
+    processed here, between writes of finished chunks. So this process, which also writes every
+    record, takes what the helpers leave, and nothing waits for the helpers to start
+    (TensorFlow's import takes seconds): until they are up, every chunk is processed here. Which
+    process handled a chunk does not change its result (each chunk has its own random stream).
     `wait_for_helpers` waits for them first instead (tests: helpers surely take chunks).
     """
     num_helpers = num_workers - 1
@@ -324,10 +324,11 @@ def write_pretraining_examples(
     returns at once; an interrupted run leaves no file under a final name and is redone.
 
     num_workers: processes, this one included (default: all cores for a large corpus, fewer
-      for a small one, see `default_num_workers`); the output bytes do not depend on it. max_chunks_in_flight: chunks read but not yet written (default 4 per
-      worker), the memory bound. wait_for_helpers: process nothing here until the helper
-      processes are up (by default this process starts alone, as TensorFlow's import makes
-      theirs take seconds).
+      for a small one, see `default_num_workers`); the output bytes do not depend on it.
+    max_chunks_in_flight: chunks read but not yet written (default 4 per worker), the memory
+      bound.
+    wait_for_helpers: process nothing here until the helper processes are up (by default this
+      process starts alone, as TensorFlow's import makes theirs take seconds).
     """
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
