@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from official_bert.layers.initializers import bert_initializer
+from official_bert.layers.packed_bits_dropout import PackedBitsDropout
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -58,7 +59,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             axis=-1, epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = PackedBitsDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         self.word_embeddings.build((None, None))

@@ -1,6 +1,7 @@
 """MaskedLMHead: predicts the original tokens at masked positions."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from official_bert.activations import canonical_activation_name, get_activation
@@ -77,7 +78,13 @@ class MaskedLMHead(keras.layers.Layer):
             )
         hidden = self.transform_layer_norm(self.transform_dense(gathered))
         table = ops.cast(self.token_embedding.embeddings, hidden.dtype)
-        logits = ops.matmul(hidden, ops.transpose(table))
+        # hidden @ table^T as one 2-D MatMul with transpose_b: the gradient for the [vocab,
+        # hidden] table then comes out in its own layout (no transpose of a vocab-sized tensor
+        # each step, which matmul(hidden, transpose(table)) costs).
+        flat_logits = tf.matmul(tf.reshape(hidden, [-1, self.hidden_size]), table, transpose_b=True)
+        logits = tf.reshape(
+            flat_logits, tf.concat([tf.shape(hidden)[:-1], [self.vocab_size]], axis=0)
+        )
         # Logits in float32 so the softmax cross-entropy is stable under mixed precision.
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 

@@ -4,6 +4,8 @@ import keras
 
 from official_bert.activations import canonical_activation_name, get_activation
 from official_bert.layers.initializers import bert_initializer
+from official_bert.layers.packed_bits_dropout import PackedBitsDropout
+from official_bert.layers.self_attention import SelfAttention
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -11,9 +13,11 @@ class TransformerBlock(keras.layers.Layer):
     """Self-attention and a feed-forward network, each followed by residual + LayerNorm.
 
     This is the original BERT layer ("post-LN"): x = LN(x + Dropout(Attention(x))), then
-    x = LN(x + Dropout(Dense(act(Dense(x))))). Attention uses `keras.layers.MultiHeadAttention`,
-    which applies the mask as an additive large negative bias before the softmax, as the
-    original's `-10000 * (1 - mask)` does (both give exactly 0 probability in float32).
+    x = LN(x + Dropout(Dense(act(Dense(x))))). Attention is `keras.layers.MultiHeadAttention`
+    (as SelfAttention, for its cheaper dropout mask; so are the other dropouts:
+    PackedBitsDropout), which applies the mask as an additive large negative bias before the
+    softmax, as the original's `-10000 * (1 - mask)` does (both give exactly 0 probability in
+    float32).
 
     Call arguments:
       inputs: float [batch, seq_length, hidden_size].
@@ -55,7 +59,7 @@ class TransformerBlock(keras.layers.Layer):
         # === Layers ===
         initializer = bert_initializer(initializer_range)
         policy = self.dtype_policy
-        self.attention = keras.layers.MultiHeadAttention(
+        self.attention = SelfAttention(
             num_heads=num_attention_heads,
             key_dim=hidden_size // num_attention_heads,
             dropout=attention_dropout_rate,
@@ -63,7 +67,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=policy,
             name="attention",
         )
-        self.attention_dropout = keras.layers.Dropout(
+        self.attention_dropout = PackedBitsDropout(
             hidden_dropout_rate, dtype=policy, name="attention_output_dropout"
         )
         self.attention_layer_norm = keras.layers.LayerNormalization(
@@ -79,7 +83,7 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=initializer, dtype=policy, name="output"
         )
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = PackedBitsDropout(
             hidden_dropout_rate, dtype=policy, name="output_dropout"
         )
         self.output_layer_norm = keras.layers.LayerNormalization(
