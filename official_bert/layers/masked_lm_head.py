@@ -80,13 +80,17 @@ class MaskedLMHead(keras.layers.Layer):
         table = ops.cast(self.token_embedding.embeddings, hidden.dtype)
         # hidden @ table^T as one 2-D MatMul with transpose_b: the gradient for the [vocab,
         # hidden] table then comes out in its own layout (no transpose of a vocab-sized tensor
-        # each step, which matmul(hidden, transpose(table)) costs).
+        # each step, which matmul(hidden, transpose(table)) costs). In float32 the bias goes
+        # straight onto the MatMul (one fused kernel forward, BiasAddGrad backward); a 16-bit
+        # MatMul's logits are cast to float32 first so the bias is added at full precision.
         flat_logits = tf.matmul(tf.reshape(hidden, [-1, self.hidden_size]), table, transpose_b=True)
-        logits = tf.reshape(
-            flat_logits, tf.concat([tf.shape(hidden)[:-1], [self.vocab_size]], axis=0)
+        flat_logits = tf.nn.bias_add(
+            tf.cast(flat_logits, tf.float32), tf.cast(self.output_bias, tf.float32)
         )
         # Logits in float32 so the softmax cross-entropy is stable under mixed precision.
-        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
+        return tf.reshape(
+            flat_logits, tf.concat([tf.shape(hidden)[:-1], [self.vocab_size]], axis=0)
+        )
 
     def compute_output_shape(self, sequence_output_shape, masked_positions_shape=None):
         if masked_positions_shape is None:
