@@ -76,6 +76,7 @@ def finetuning_runner(
             num_warmup_steps,
             options.optimizer_type,
             options.weight_decay_rate,
+            decay_after_warmup=options.decay_after_warmup,
         )
 
     return Runner(

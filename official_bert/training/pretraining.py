@@ -56,6 +56,7 @@ class PretrainingOptions:
     tpu: str | None = None
     dtype: str = "float32"
     optimizer_type: str = "adamw"
+    decay_after_warmup: bool = False
     weight_decay_rate: float = 0.01
     use_next_sentence_label: bool = True
     keep_checkpoint_max: int = 5
@@ -115,6 +116,7 @@ def run_pretraining(options: PretrainingOptions) -> dict:
             options.num_warmup_steps,
             options.optimizer_type,
             options.weight_decay_rate,
+            decay_after_warmup=options.decay_after_warmup,
         )
 
     def dataset_fn(batch_size, is_training):

@@ -43,6 +43,13 @@ def define_runner_flags() -> None:
         "adamw: the original AdamWeightDecay (no bias correction); adamw_torch: bias-corrected "
         "AdamW as torch.optim.AdamW / Hugging Face; keras_adamw: keras.optimizers.AdamW; lamb.",
     )
+    flags.DEFINE_bool(
+        "decay_after_warmup",
+        False,
+        "Start the linear learning-rate decay at the end of warm-up, from the full learning "
+        "rate (Hugging Face's linear schedule). Default: the original's decay from step 0, which "
+        "peaks at learning_rate * (1 - warmup / steps).",
+    )
     flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
     flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
@@ -59,6 +66,7 @@ def runner_flag_values() -> dict:
         tpu=values.tpu or values.tpu_name,
         dtype=values.dtype,
         optimizer_type=values.optimizer_type,
+        decay_after_warmup=values.decay_after_warmup,
         weight_decay_rate=values.weight_decay_rate,
         keep_checkpoint_max=values.keep_checkpoint_max,
         log_steps=values.log_steps,

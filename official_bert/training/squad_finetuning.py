@@ -77,6 +77,7 @@ class SquadOptions:
     tpu: str | None = None
     dtype: str = "float32"
     optimizer_type: str = "adamw"
+    decay_after_warmup: bool = False
     weight_decay_rate: float = 0.01
     keep_checkpoint_max: int = 5
     log_steps: int = 100

@@ -142,6 +142,33 @@ def test_schedule_warms_up_then_decays_to_zero():
         WarmupLinearDecay(1e-3, 10, 20)
 
 
+def test_schedule_decaying_after_warmup_is_hugging_faces_linear_schedule():
+    # transformers.get_linear_schedule_with_warmup's multiplier, written out.
+    steps, warmup = 343, 34
+
+    def hf_rate(step):
+        if step < warmup:
+            return 2e-5 * step / max(1, warmup)
+        return 2e-5 * max(0.0, (steps - step) / max(1, steps - warmup))
+
+    schedule = WarmupLinearDecay(2e-5, steps, warmup, decay_after_warmup=True)
+    every_step = range(0, steps + 10)
+    np.testing.assert_allclose(
+        [float(schedule(step)) for step in every_step],
+        [hf_rate(step) for step in every_step],
+        rtol=1e-6,
+        atol=1e-12,
+    )
+    # The original's rate is (steps - warmup) / steps of it through the decay.
+    original = WarmupLinearDecay(2e-5, steps, warmup)
+    np.testing.assert_allclose(float(original(100)), hf_rate(100) * (steps - warmup) / steps)
+    assert WarmupLinearDecay.from_config(schedule.get_config()).decay_after_warmup
+    # No decay phase at all: 0 after warm-up rather than a division by zero.
+    assert float(WarmupLinearDecay(1.0, 10, 10, decay_after_warmup=True)(10)) == 0.0
+    optimizer = create_optimizer(2e-5, steps, warmup, "adamw_torch", decay_after_warmup=True)
+    assert float(optimizer._learning_rate(warmup)) == pytest.approx(2e-5)
+
+
 @pytest.mark.parametrize("optimizer_type", ["adamw", "adamw_torch", "keras_adamw", "lamb"])
 def test_create_optimizer_types_clip_and_train(optimizer_type):
     optimizer = create_optimizer(
