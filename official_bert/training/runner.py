@@ -197,10 +197,15 @@ class Runner:
         replicas = strategy.num_replicas_in_sync
         micro_batches = self.settings.gradient_accumulation_steps
         variables = model.trainable_variables
+        # Filled while tracing: the indices of variables the loss does not reach (the pooler
+        # when there is no next-sentence head, for SQuAD or tagging). They are left out of the
+        # update, as the original optimizer skips None gradients (no weight decay on them).
+        unreached: set[int] = set()
 
         def gradients_of(batch, denominators):
             """(gradients, loss share) of one micro-batch; the shares of all micro-batches and
-            replicas sum to the update's loss, their gradients to its gradient."""
+            replicas sum to the update's loss, their gradients to its gradient. Unreached
+            variables get zeros (sums need tensors), dropped before the update."""
             with tf.GradientTape() as tape:
                 outputs = model(batch, training=True)
                 if denominators is None:
@@ -209,11 +214,15 @@ class Runner:
                     share = loss_fn(outputs, batch, denominators=denominators)
                 # Under float16 the loss is scaled so small gradients do not flush to zero.
                 scaled = optimizer.scale_loss(share) if loss_scaled else share
-            gradients = tape.gradient(scaled, variables)
-            # Embedding gradients come as IndexedSlices; sums and updates want dense tensors.
-            gradients = [
-                tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in gradients
-            ]
+            gradients = []
+            for index, gradient in enumerate(tape.gradient(scaled, variables)):
+                if gradient is None:
+                    unreached.add(index)
+                    gradient = tf.zeros(variables[index].shape, variables[index].dtype)
+                elif isinstance(gradient, tf.IndexedSlices):
+                    # Embedding gradients; sums and updates want dense tensors.
+                    gradient = tf.convert_to_tensor(gradient)
+                gradients.append(gradient)
             return gradients, share
 
         def step_fn(batch):
@@ -238,6 +247,8 @@ class Runner:
                     micro_gradients, share = gradients_of(micro, denominators)
                     gradients = [a + g for a, g in zip(gradients, micro_gradients, strict=True)]
                     loss += share
+            reached = [i for i in range(len(variables)) if i not in unreached]
+            gradients = [gradients[i] for i in reached]
             if replicas > 1:
                 # Keras clips each replica's part before summing them; clip the global
                 # gradient instead, as one device would, then hand Keras parts that sum to it.
@@ -250,7 +261,8 @@ class Runner:
                 gradients, _ = tf.clip_by_global_norm(gradients, limit)
             if replicas > 1:
                 gradients = [g / replicas for g in gradients]
-            optimizer.apply_gradients(zip(gradients, variables, strict=True))
+            updated = [variables[i] for i in reached]
+            optimizer.apply_gradients(zip(gradients, updated, strict=True))
             return loss
 
         if self.settings.enable_xla:

@@ -36,11 +36,17 @@ def dataset_fn_of(examples: dict, batch_size: int):
 
 
 def make_runner(
-    output_dir, dtype="float32", optimizer_fn=None, denominators=True, strategy=None, **settings
+    output_dir,
+    dtype="float32",
+    optimizer_fn=None,
+    denominators=True,
+    strategy=None,
+    use_next_sentence_label=True,
+    **settings,
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
     optimizer (lr 0.01, no warm-up, clip 1.0); settings override RunnerSettings (3 steps, a loop
-    and a checkpoint per step)."""
+    and a checkpoint per step). use_next_sentence_label=False: MLM only (the pooler unused)."""
     keras.utils.set_random_seed(1)
 
     def model_fn():
@@ -56,7 +62,7 @@ def make_runner(
             type_vocab_size=2,
             dtype=dtype,
         )
-        model = BertPretrainer(encoder)
+        model = BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
         model.build()
         return model
 
@@ -92,6 +98,23 @@ def test_accumulated_micro_batches_equal_one_large_batch(tmp_path):
     naive = make_runner(tmp_path / "naive", gradient_accumulation_steps=4, denominators=False)
     naive_weights = trained_weights(naive, examples, 8)
     assert max(np.abs(a - b).max() for a, b in zip(naive_weights, one_batch, strict=True)) > 1e-4
+
+
+def test_variables_without_gradients_accumulate_and_train_quietly(tmp_path, recwarn):
+    # MLM only: the pooler is in the model but not in the loss, so it has no gradient. The
+    # runner leaves such variables out (no None to add up, no Keras "Gradients do not exist").
+    examples = synthetic_pretraining_examples(24)
+    one_batch = make_runner(tmp_path / "one", use_next_sentence_label=False)
+    pooler = [v.numpy() for v in one_batch.model.encoder.pooler.weights]
+    one_batch_weights = trained_weights(one_batch, examples, 8)
+    accumulated = make_runner(
+        tmp_path / "two", use_next_sentence_label=False, gradient_accumulation_steps=2
+    )
+    for a, b in zip(trained_weights(accumulated, examples, 8), one_batch_weights, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    for before, after in zip(pooler, accumulated.model.encoder.pooler.weights, strict=True):
+        np.testing.assert_array_equal(before, after.numpy())
+    assert not [w for w in recwarn if "Gradients do not exist" in str(w.message)]
 
 
 def test_batch_must_split_into_micro_batches(tmp_path):
