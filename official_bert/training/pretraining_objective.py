@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official_bert.training.softmax_cross_entropy import sparse_softmax_cross_entropy
+
 # The original's denominator guard: sum(weights) + 1e-5.
 _MLM_DENOMINATOR_EPSILON = 1e-5
 
@@ -15,7 +17,7 @@ def masked_lm_nll(mlm_logits, masked_lm_ids):
     mlm_logits: float [batch, num_predictions, vocab_size]; masked_lm_ids: int
     [batch, num_predictions]. Returns float32 [batch, num_predictions].
     """
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+    return sparse_softmax_cross_entropy(
         labels=tf.cast(masked_lm_ids, tf.int32), logits=tf.cast(mlm_logits, tf.float32)
     )
 
