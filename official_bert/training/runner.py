@@ -298,14 +298,20 @@ class Runner:
                 f"{settings.gradient_accumulation_steps} micro-batches"
             )
         # A resumed run goes on with the batches the interrupted one had not reached: every step
-        # reads one batch of each input pipeline, so skip those read before the checkpoint
-        # (exact when the dataset's order is seeded). Not the iterator itself in the checkpoint:
-        # tf.distribute's iterators are not trackable (TF 2.21).
-        batches_read = int(self._batches_read.numpy())
+        # reads one batch of each input pipeline for each of its replicas (MirroredStrategy
+        # feeds all local devices from one pipeline, a TPU host its cores), so skip those read
+        # before the checkpoint (exact when the dataset's order is seeded). Not the iterator
+        # itself in the checkpoint: tf.distribute's iterators are not trackable (TF 2.21).
+        steps_read = int(self._batches_read.numpy())
 
         def dataset_fn(input_context):
             dataset = train_dataset_fn(input_context)
-            return dataset.skip(batches_read) if batches_read else dataset
+            if not steps_read:
+                return dataset
+            replicas_per_pipeline = max(
+                input_context.num_replicas_in_sync // input_context.num_input_pipelines, 1
+            )
+            return dataset.skip(steps_read * replicas_per_pipeline)
 
         iterator = iter(self.strategy.distribute_datasets_from_function(dataset_fn))
         train_loop = self._train_loop_fn()
