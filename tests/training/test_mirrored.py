@@ -1,13 +1,17 @@
 """MirroredStrategy over 2 logical CPU devices trains like one device at the same global batch."""
 
+import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
 
-_SCRIPT = r"""
+# Both scripts: two logical CPU devices, and model_fn of a tiny BertPretrainer (no dropout) of
+# sequence length S and vocabulary V, which each script defines.
+_PRELUDE = r"""
 import os, sys, json
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf, keras
@@ -20,6 +24,18 @@ from official_bert.training.runner import Runner, RunnerSettings
 
 from tests.conftest import synthetic_pretraining_examples
 
+
+def model_fn():
+    model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=2,
+        num_attention_heads=2, intermediate_size=32, hidden_dropout_rate=0.0,
+        attention_dropout_rate=0.0, max_position_embeddings=S, type_vocab_size=2))
+    model.build()
+    return model
+"""
+
+_SCRIPT = (
+    _PRELUDE
+    + r"""
 B, S, V = 8, 16, 50
 batch = synthetic_pretraining_examples(B, seq=S, vocab=V)
 batch["masked_lm_weights"][:4] = 1.0  # the two replicas hold different numbers of predictions
@@ -27,12 +43,6 @@ batch["masked_lm_weights"][:4] = 1.0  # the two replicas hold different numbers 
 
 def losses(strategy, output_dir):
     keras.utils.set_random_seed(1)
-    def model_fn():
-        model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=2,
-            num_attention_heads=2, intermediate_size=32, hidden_dropout_rate=0.0,
-            attention_dropout_rate=0.0, max_position_embeddings=S, type_vocab_size=2))
-        model.build()
-        return model
     runner = Runner(strategy, model_fn, lambda: create_optimizer(0.005, 10, 1, clip_norm=0.1),
                     pretraining_loss, RunnerSettings(output_dir, num_train_steps=5, steps_per_loop=1,
                                                      save_checkpoints_steps=100, log_steps=100),
@@ -49,53 +59,39 @@ one = losses(tf.distribute.OneDeviceStrategy("/cpu:0"), sys.argv[1] + "/one")
 two = losses(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), sys.argv[1] + "/two")
 print(json.dumps({"one": one, "two": two}))
 """
+)
 
 
-@pytest.mark.slow  # suite time; test_multi_worker checks equality to one device
-def test_mirrored_two_devices_equal_one_device(tmp_path):
-    import json
-
-    import numpy as np
-
+def _run(script: str, tmp_path) -> dict:
+    """Runs `script` in a fresh Python (for the logical devices) and returns its JSON line."""
     result = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, str(tmp_path)],
+        [sys.executable, "-c", script, str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    losses = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # suite time; test_multi_worker checks equality to one device
+def test_mirrored_two_devices_equal_one_device(tmp_path):
+    losses = _run(_SCRIPT, tmp_path)
     assert len(losses["one"]) == 5
     assert losses["one"][-1] < losses["one"][0]
     np.testing.assert_allclose(losses["two"], losses["one"], rtol=1e-4)
 
 
-_RESUME_SCRIPT = r"""
-import os, sys, json
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-import numpy as np, tensorflow as tf, keras
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from official_bert.models import BertEncoder, BertPretrainer
-from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import pretraining_loss, pretraining_loss_denominators
-from official_bert.training.runner import Runner, RunnerSettings
-
-from tests.conftest import synthetic_pretraining_examples
-
+_RESUME_SCRIPT = (
+    _PRELUDE
+    + r"""
 B, S, V = 4, 16, 50
 examples = synthetic_pretraining_examples(48, seq=S, vocab=V)  # every batch different
 
 
 def losses(output_dir, num_train_steps):
     keras.utils.set_random_seed(1)
-    def model_fn():
-        model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=2,
-            num_attention_heads=2, intermediate_size=32, hidden_dropout_rate=0.0,
-            attention_dropout_rate=0.0, max_position_embeddings=S, type_vocab_size=2))
-        model.build()
-        return model
     runner = Runner(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), model_fn,
                     lambda: create_optimizer(0.005, 12, 1, clip_norm=1.0), pretraining_loss,
                     RunnerSettings(output_dir, num_train_steps=num_train_steps, steps_per_loop=1,
@@ -113,22 +109,11 @@ first = losses(sys.argv[1] + "/resumed", 3)
 rest = losses(sys.argv[1] + "/resumed", 6)  # a new Runner on the same output_dir resumes
 print(json.dumps({"whole": whole, "resumed": first + rest}))
 """
+)
 
 
 def test_mirrored_resume_reads_the_batches_the_interrupted_run_had_not_reached(tmp_path):
-    import json
-
-    import numpy as np
-
-    result = subprocess.run(
-        [sys.executable, "-c", _RESUME_SCRIPT, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=REPO_ROOT,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    losses = json.loads(result.stdout.strip().splitlines()[-1])
+    losses = _run(_RESUME_SCRIPT, tmp_path)
     assert len(losses["whole"]) == len(losses["resumed"]) == 6
     # Skipping one per-replica batch per step (not two) would feed steps 4-6 other examples.
     np.testing.assert_allclose(losses["resumed"], losses["whole"], rtol=1e-6)
