@@ -75,9 +75,12 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
 
     Keras's own AdamW corrects the moment estimates for their zero initialization; the original
     does not, which makes the first steps smaller. Written by hand to keep the original's update,
-    so a fine-tuning recipe tuned on the original behaves the same here. Weight decay uses the
-    Keras base optimizer's decoupled decay (`variable -= lr * weight_decay * variable` before the
-    Adam update), which is exactly the original's `update += weight_decay * param`.
+    so a fine-tuning recipe tuned on the original behaves the same here. Weight decay is decoupled
+    (`variable -= lr * weight_decay_rate * variable` before the Adam update, as the Keras base
+    optimizer's), which is exactly the original's `update += weight_decay * param`. It is done
+    here in `update_step` rather than by Keras (whose `variable * wd * lr` makes two passes over
+    every variable before the subtraction: ~1% of a small BERT pre-training step on CPU), with
+    the exclusions of Keras's `exclude_from_weight_decay`.
 
     `bias_correction=True` gives instead the AdamW of the paper (Loshchilov & Hutter, with Adam's
     Algorithm 1), as `torch.optim.AdamW` and Hugging Face compute it: `lr * m_hat / (sqrt(v_hat)
@@ -101,7 +104,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     ):
         super().__init__(
             learning_rate=learning_rate,
-            weight_decay=weight_decay_rate or None,
+            weight_decay=None,  # applied in update_step, see the class docstring
             name=name,
             **kwargs,
         )
@@ -131,6 +134,10 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         beta_1 = ops.cast(self.beta_1, variable.dtype)
         beta_2 = ops.cast(self.beta_2, variable.dtype)
         epsilon = ops.cast(self.epsilon, variable.dtype)
+        if self.weight_decay_rate and self._use_weight_decay(variable):
+            # Keras's order (decay, then Adam) with the two scalars multiplied first.
+            decay = learning_rate * ops.cast(self.weight_decay_rate, variable.dtype)
+            variable.assign_sub(variable * decay)
         if self.bias_correction:
             step = ops.cast(self.iterations + 1, variable.dtype)
             beta_1_power, beta_2_power = ops.power(beta_1, step), ops.power(beta_2, step)
