@@ -11,8 +11,11 @@ Peers (`--peers`, each its harness script under its venv, in float32): tfm, kh (
 kh-fit, orig, hf.
 
 Each variant and peer runs in its own process (`--steps` timed steps after `--warmup`), one
-after another. Output: the JSON lines (appended to --jsonl), then a markdown table and, per
-config, each variant of ours over the fastest float32 peer. Figures are printed, never asserted.
+after another; `--rounds N` repeats the whole sequence N times, ours first in odd rounds and
+the peers first in even ones, so that a slow spell of this shared machine falls on both sides.
+Output: the JSON lines (appended to --jsonl, each with its round), then a markdown table and,
+per config, each variant of ours over the fastest float32 peer: the ratio of the medians over
+the rounds, and each round's own ratio. Figures are printed, never asserted.
 
   python3 bench/train_step.py --peers tfm,kh,orig                # the full comparison
   python3 bench/train_step.py --configs tiny --steps 2 --warmup 1 --quiet_wait 0   # smoke test
@@ -60,6 +63,9 @@ def parse_args(argv=None):
     parser.add_argument("--peers", default="", help=f"comma list of {','.join(PEER_RUNS)}")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per config")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps (tracing)")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat all runs, alternating which side goes first"
+    )
     add_harness_arguments(parser)
     args = parser.parse_args(argv)
     args.variant_list = [v for v in args.variants.split(",") if v]
@@ -68,9 +74,9 @@ def parse_args(argv=None):
     return args
 
 
-def run_json_lines(name: str, command: list[str], env: dict, jsonl: str | None) -> list[dict]:
-    """Runs a harness script; emits and returns its JSON lines. RuntimeError with its stderr
-    tail if it fails."""
+def run_json_lines(name: str, command: list[str], env: dict) -> list[dict]:
+    """Runs a harness script; returns its JSON lines. RuntimeError with its stderr tail if it
+    fails."""
     log(f"== {time.strftime('%T')} {name}: {' '.join(command)}")
     process = subprocess.run(command, capture_output=True, text=True, env=env)
     if process.returncode != 0:
@@ -78,67 +84,83 @@ def run_json_lines(name: str, command: list[str], env: dict, jsonl: str | None) 
             f"{name} failed (exit {process.returncode}): {' '.join(command)}\n"
             + process.stderr[-3000:]
         )
-    results = [json.loads(line) for line in process.stdout.splitlines() if line.startswith("{")]
-    for result in results:
-        emit(result, jsonl)
-    return results
+    return [json.loads(line) for line in process.stdout.splitlines() if line.startswith("{")]
 
 
-def measure(args) -> list[dict]:
+def measure(args, round_number: int = 1) -> list[dict]:
+    """One round: every variant of ours and every peer, ours first in odd rounds."""
     common = ["--config", args.configs, "--steps", str(args.steps), "--warmup", str(args.warmup)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", BENCH_QUIET_WAIT=str(args.quiet_wait))
     # We write every line to --jsonl ourselves.
     env.pop("BENCH_JSONL", None)
-    results = []
     bench_dir = os.path.dirname(os.path.abspath(__file__))
     time_ours = os.path.join(os.path.normpath(args.peer_bench_dir), "time_ours.py")
     ours_env = dict(env, PYTHONPATH=os.pathsep.join([bench_dir, PROJECT_ROOT]))
+    runs = []  # (name, command, env, dtype)
     for variant in args.variant_list:
         factory, policy = OUR_VARIANTS[variant]
         command = [sys.executable, time_ours, "--bench", "train_step", *common]
         command += ["--factory", f"bench_hooks:{factory}", "--peer", f"ours-{variant}"]
-        for result in run_json_lines(f"ours-{variant}", command, ours_env, args.jsonl):
-            results.append(dict(result, dtype=policy))
+        runs.append((f"ours-{variant}", command, ours_env, policy))
+    peer_runs = []
     for name in args.peer_list:
         venv, script, flags = PEER_RUNS[name]
         python, script_path = peer_paths(args, name, venv, script)
-        command = [python, script_path, *common, *flags]
-        for result in run_json_lines(name, command, env, args.jsonl):
-            results.append(dict(result, dtype="float32"))
+        peer_runs.append((name, [python, script_path, *common, *flags], env, "float32"))
+    runs = runs + peer_runs if round_number % 2 else peer_runs + runs
+    results = []
+    for name, command, run_env, dtype in runs:
+        for result in run_json_lines(f"{name} (round {round_number})", command, run_env):
+            result = dict(result, dtype=dtype, round=round_number)
+            emit(result, args.jsonl)
+            results.append(result)
     return results
 
 
 def markdown_table(results: list[dict]) -> str:
     lines = [
-        "| config | batch | peer | dtype | step median s (min) | steps/s | seq/s | bg cores |",
-        "|---|---|---|---|---|---|---|---|",
+        "| config | batch | peer | dtype | round | step median s (min) | steps/s | seq/s | bg cores |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for result in sorted(results, key=lambda r: (r["config"], r["step"]["median_s"])):
+    for result in sorted(results, key=lambda r: (r["config"], r["peer"], r.get("round", 1))):
         step = result["step"]
         lines.append(
             f"| {result['config']} | {result['cfg']['B']} | {result['peer']} | "
-            f"{result['dtype']} | {step['median_s']:.3f} ({step['min_s']:.3f}) | "
+            f"{result['dtype']} | {result.get('round', 1)} | "
+            f"{step['median_s']:.3f} ({step['min_s']:.3f}) | "
             f"{1 / step['median_s']:.2f} | {result['seq_per_s']:.1f} | "
             f"{step.get('background_cores_mean', float('nan')):.2f} |"
         )
     lines.append("")
+    rounds = sorted({r.get("round", 1) for r in results})
     for config in sorted({r["config"] for r in results}):
         rows = [r for r in results if r["config"] == config]
-        peers = [r for r in rows if not r["peer"].startswith("ours")]
+        by_peer: dict[str, dict[int, float]] = {}
+        for r in rows:
+            by_peer.setdefault(r["peer"], {})[r.get("round", 1)] = r["seq_per_s"]
+        peers = {p: v for p, v in by_peer.items() if not p.startswith("ours")}
         if not peers:
             continue
-        fastest = max(peers, key=lambda r: r["seq_per_s"])
-        for ours in (r for r in rows if r["peer"].startswith("ours")):
-            lines.append(
-                f"{config}: {ours['peer']} / {fastest['peer']} (fastest peer) = "
-                f"{ours['seq_per_s'] / fastest['seq_per_s']:.2f}x sequences/s"
-            )
+        fastest = max(peers, key=lambda p: statistics.median(peers[p].values()))
+        for ours, figures in by_peer.items():
+            if not ours.startswith("ours"):
+                continue
+            ratio = statistics.median(figures.values()) / statistics.median(peers[fastest].values())
+            line = f"{config}: {ours} / {fastest} (fastest peer) = {ratio:.2f}x sequences/s"
+            if len(rounds) > 1:
+                each = [
+                    f"{figures[n] / peers[fastest][n]:.2f}"
+                    for n in rounds
+                    if n in figures and n in peers[fastest]
+                ]
+                line += f" (medians over {len(rounds)} rounds; each round: {', '.join(each)})"
+            lines.append(line)
     return "\n".join(lines)
 
 
 def main(argv=None):
     args = parse_args(argv)
-    results = measure(args)
+    results = [r for n in range(1, args.rounds + 1) for r in measure(args, n)]
     log(
         f"median of all background loads: "
         f"{statistics.median(r['step'].get('background_cores_mean', 0) for r in results):.2f}"
