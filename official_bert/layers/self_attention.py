@@ -9,11 +9,14 @@ from official_bert.layers.packed_bits_dropout import PackedBitsDropout
 
 @keras.saving.register_keras_serializable(package="official_bert")
 class SelfAttention(keras.layers.MultiHeadAttention):
-    """`keras.layers.MultiHeadAttention` with FoldedEinsumDense projections, PackedBitsDropout.
+    """`keras.layers.MultiHeadAttention` with cheaper projections, masking and dropout.
+
+    Weights, their names (so checkpoints), config and results are Keras's; three parts of the
+    computation are cheaper on a CPU, each below.
 
     The probabilities [batch, heads, seq, seq] are the largest tensor dropout touches in a
     BERT layer (at seq 128 and 4 heads of 64, twice the hidden states), so this is where the
-    cheaper mask pays most. Everything else (weights, names, masking, config) is Keras's.
+    cheaper mask of PackedBitsDropout pays most.
 
     Keras creates the dropout inside `_build_attention`; switching that object's class keeps
     its seed generator and its place in checkpoints (a second Dropout would leave the first's
