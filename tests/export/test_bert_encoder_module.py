@@ -205,3 +205,42 @@ def test_a_checkpoint_of_the_loaded_module_keeps_fine_tuned_weights(tiny_exports
     assert np.abs(fresh(inputs, training=False)["pooled_output"] - expected).max() > 1e-3
     tf.train.Checkpoint(module=fresh).read(path).assert_consumed()
     np.testing.assert_array_equal(fresh(inputs, training=False)["pooled_output"], expected)
+
+
+def _functions_reached_by_signatures(path):
+    """(names of the functions the serving signatures call, directly or nested, the library)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    with open(f"{path}/saved_model.pb", "rb") as f:
+        saved_model.ParseFromString(f.read())
+    graph = saved_model.meta_graphs[0].graph_def
+    library = {function.signature.name: function for function in graph.library.function}
+
+    def called(nodes):
+        for node in nodes:
+            for value in node.attr.values():
+                if value.func.name:
+                    yield value.func.name
+                yield from (function.name for function in value.list.func)
+
+    reached, pending = set(), list(called(graph.node))
+    while pending:
+        name = pending.pop()
+        if name in reached or name not in library:
+            continue
+        reached.add(name)
+        pending.extend(called(library[name].node_def))
+    return reached, library
+
+
+def test_serving_signatures_need_no_xla(tiny_exports):
+    # The GELU's gradient is XLA-compiled (training only); what serving runs must not be, as TF
+    # Serving ships with XLA:CPU compilation off.
+    for export_type in ("model", "model_with_mlm"):
+        reached, library = _functions_reached_by_signatures(tiny_exports[export_type])
+        assert reached, export_type
+        compiled = [name for name in library if library[name].attr["_XlaMustCompile"].b]
+        # The GELU's gradient is saved (fine-tuning the module uses it) but never served.
+        assert any("gelu_tanh_gradient" in name for name in compiled), export_type
+        assert not set(compiled) & reached, (export_type, set(compiled) & reached)
