@@ -16,6 +16,11 @@ _GELU_A = 2.0 * math.sqrt(2.0 / math.pi)
 _GELU_B = _GELU_A * 0.044715
 
 
+def _gelu_tanh_gate(x, x_squared):
+    """sigmoid(x * (A + B x^2)), the factor gelu_tanh multiplies x by."""
+    return tf.sigmoid(x * (_GELU_A + _GELU_B * x_squared))
+
+
 @tf.function(jit_compile=True)
 def _gelu_tanh_gradient(x, dy):
     """dy * d/dx gelu_tanh(x) for float32 x, dy; compiled by XLA into one element-wise loop.
@@ -23,10 +28,11 @@ def _gelu_tanh_gradient(x, dy):
     d/dx [x * s(z)] = s + x * s * (1 - s) * dz/dx, with dz/dx = A + 3 B x^2. The forward's
     sigmoid is recomputed here rather than kept: with XLA fusing the whole expression, reading x
     and dy once is cheaper than the ~7 element-wise passes TensorFlow would make over stored
-    intermediates (BERT 'small' on CPU: 16 -> 10 ms per layer for the forward and backward).
+    intermediates (BERT 'small' on CPU, [4096, 1024], 2 threads: forward + backward 23.4 ->
+    16.5 ms per layer).
     """
     x_squared = tf.square(x)
-    gate = tf.sigmoid(x * (_GELU_A + _GELU_B * x_squared))
+    gate = _gelu_tanh_gate(x, x_squared)
     y = x * gate
     return dy * (gate + y * (1.0 - gate) * (_GELU_A + 3.0 * _GELU_B * x_squared))
 
@@ -51,7 +57,7 @@ def gelu_tanh(x):
       a tensor of x's shape and dtype.
     """
     x32 = tf.cast(x, tf.float32)
-    y = x32 * tf.sigmoid(x32 * (_GELU_A + _GELU_B * tf.square(x32)))
+    y = x32 * _gelu_tanh_gate(x32, tf.square(x32))
 
     def gradient(dy):
         return tf.cast(_gelu_tanh_gradient(x32, tf.cast(dy, tf.float32)), x.dtype)

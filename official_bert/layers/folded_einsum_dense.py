@@ -55,11 +55,12 @@ class FoldedEinsumDense(keras.layers.EinsumDense):
 
     def call(self, inputs, training=None):
         k = _fold_plan(self.equation)
-        bias_on_output = self.bias is None or self.bias.shape == self.kernel.shape[k or 0 :]
-        if k is None or not bias_on_output or self.lora_enabled or self.quantization_mode:
+        if k is None or self.lora_enabled or self.quantization_mode:
             return super().call(inputs, training=training)
         kernel = self.kernel
         kept = kernel.shape[k:]
+        if self.bias is not None and self.bias.shape != kept:
+            return super().call(inputs, training=training)  # a bias on only some output axes
         rows = tf.reshape(inputs, [-1, math.prod(kernel.shape[:k])])
         y = tf.matmul(rows, tf.reshape(kernel, [rows.shape[-1], math.prod(kept)]))
         if self.bias is not None:

@@ -79,8 +79,8 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     (`variable -= lr * weight_decay_rate * variable` before the Adam update, as the Keras base
     optimizer's), which is exactly the original's `update += weight_decay * param`. It is done
     here in `update_step` rather than by Keras (whose `variable * wd * lr` makes two passes over
-    every variable before the subtraction: ~1% of a small BERT pre-training step on CPU), with
-    the exclusions of Keras's `exclude_from_weight_decay`.
+    every variable before the subtraction, one more than needed), with the exclusions of
+    Keras's `exclude_from_weight_decay`.
 
     `bias_correction=True` gives instead the AdamW of the paper (Loshchilov & Hutter, with Adam's
     Algorithm 1), as `torch.optim.AdamW` and Hugging Face compute it: `lr * m_hat / (sqrt(v_hat)
@@ -137,7 +137,7 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
         if self.weight_decay_rate and self._use_weight_decay(variable):
             # Keras's order (decay, then Adam) with the two scalars multiplied first.
             decay = learning_rate * ops.cast(self.weight_decay_rate, variable.dtype)
-            variable.assign_sub(variable * decay)
+            self.assign_sub(variable, variable * decay)
         if self.bias_correction:
             step = ops.cast(self.iterations + 1, variable.dtype)
             beta_1_power, beta_2_power = ops.power(beta_1, step), ops.power(beta_2, step)
