@@ -61,3 +61,38 @@ def test_masked_softmax_gradient_equals_keras():
         gradients.append(tape.gradient(loss, [x, *layer.trainable_weights]))
     for a, b in zip(*gradients, strict=True):
         np.testing.assert_allclose(a, b, atol=1e-5)
+
+
+def test_heads_products_are_matmuls_and_keras_paths_stay_for_causal_and_other_axes():
+    x = tf.random.stateless_normal([2, 5, 8], seed=[4, 4])
+    mask = tf.constant(_padding_and_causal_masks(batch=2, seq=5)[0])
+    ours = SelfAttention(num_heads=2, key_dim=4, dropout=0.5)
+    ours(x, x)
+
+    def forward_and_backward(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = ours(x, x, attention_mask=mask, training=True)
+        return tape.gradient(tf.reduce_sum(y), x)
+
+    graph = tf.function(forward_and_backward).get_concrete_function(x).graph
+    assert "Einsum" not in {op.type for op in graph.get_operations()}
+
+    # Dropout acts in training only; without it the layer is Keras's, dropout rate and all.
+    theirs = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4, dropout=0.5)
+    theirs(x, x)
+    theirs.set_weights(ours.get_weights())
+    inference = ours(x, x, attention_mask=mask)
+    np.testing.assert_allclose(inference, theirs(x, x, attention_mask=mask), atol=1e-6)
+    assert np.abs(ours(x, x, attention_mask=mask, training=True) - inference).max() > 1e-3
+
+    # use_causal_mask and attention over two axes take Keras's own code, with the same results.
+    np.testing.assert_allclose(
+        ours(x, x, use_causal_mask=True), theirs(x, x, use_causal_mask=True), atol=1e-6
+    )
+    grid = tf.random.stateless_normal([2, 3, 4, 8], seed=[5, 5])
+    kwargs = dict(num_heads=2, key_dim=4, attention_axes=(1, 2))
+    ours_2d, theirs_2d = SelfAttention(**kwargs), keras.layers.MultiHeadAttention(**kwargs)
+    ours_2d(grid, grid), theirs_2d(grid, grid)
+    theirs_2d.set_weights(ours_2d.get_weights())
+    np.testing.assert_allclose(ours_2d(grid, grid), theirs_2d(grid, grid), atol=1e-6)
