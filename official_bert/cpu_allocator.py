@@ -23,6 +23,8 @@ from collections.abc import MutableMapping
 
 USE_BFC_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
 MEMORY_LIMIT_VARIABLE = "TF_CPU_BFC_MEM_LIMIT_IN_MB"
+# TensorFlow's cap when MEMORY_LIMIT_VARIABLE is unset (process_state.cc): 64 GiB.
+TENSORFLOW_DEFAULT_LIMIT_MB = 64 * 1024
 
 
 def physical_memory_mb() -> int | None:
@@ -50,6 +52,6 @@ def prefer_bfc_cpu_allocator(environ: MutableMapping[str, str] | None = None) ->
         return False
     environ[USE_BFC_VARIABLE] = "1"
     memory_mb = physical_memory_mb()
-    if memory_mb and memory_mb > 64 * 1024:
+    if memory_mb and memory_mb > TENSORFLOW_DEFAULT_LIMIT_MB:
         environ.setdefault(MEMORY_LIMIT_VARIABLE, str(memory_mb))
     return True
