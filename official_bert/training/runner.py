@@ -25,8 +25,8 @@ class RunnerSettings:
     gradient_accumulation_steps = k: every update's batch (the global batch the train dataset
     yields) is split into k micro-batches that run forward and backward one after another, and
     their gradients are summed into one update: the memory of one micro-batch, the update of the
-    whole batch. enable_xla compiles the train step with XLA (`jit_compile`); slower than plain
-    TF on CPU, meant for GPU/TPU.
+    whole batch. enable_xla compiles the train step with XLA (`jit_compile`); on CPU no faster
+    than plain TF, meant for GPU/TPU.
     """
 
     output_dir: str
