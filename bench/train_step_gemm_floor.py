@@ -8,9 +8,10 @@ gradients), how many the step runs, the median time of one alone (a `tf.function
 product, `calls` timed calls after warm-up, outputs fetched) and its GFLOP/s, then the sum: the
 time a step would take if everything but the products were free and each product ran as fast
 as it does alone. Their FLOPs add up to the harness's `flops_per_step_exact_matmul` (3x the
-forward products, ../shared/bench/bench_common.py), which the script checks. With `--jsonl` (the output of train_step.py) it also prints our measured step
-and the fastest peer's beside the floor: what is left for the non-product work, and the highest
-ratio over that peer that these kernels allow. Figures are printed, never asserted.
+forward products, ../shared/bench/bench_common.py), which the script checks. With `--jsonl`
+(the output of train_step.py) it also prints our measured step and the fastest peer's beside
+the floor: what is left for the non-product work, and the highest ratio over that peer that
+these kernels allow. Figures are printed, never asserted.
 
   python3 bench/train_step_gemm_floor.py --configs small,base
   python3 bench/train_step_gemm_floor.py --jsonl /tmp/train_step.jsonl
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -72,10 +74,7 @@ def product_flops(x_shape, y_shape, transpose_x, transpose_y) -> int:
     if transpose_x:
         m, k = k, m
     n = y_shape[-2] if transpose_y else y_shape[-1]
-    count = 1
-    for b in batch:
-        count *= b
-    return 2 * count * m * k * n
+    return 2 * math.prod(batch) * m * k * n
 
 
 def time_product(x_shape, y_shape, transpose_x, transpose_y, calls: int) -> float:
