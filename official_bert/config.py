@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 
 import tensorflow as tf
+
+from official_bert.atomic_output import atomic_output
 
 # The 11 fields of the original modeling.BertConfig, with its defaults.
 _ORIGINAL_DEFAULTS = {
@@ -140,13 +141,8 @@ class BertConfig:
 
 def write_text_atomically(path: str, text: str) -> None:
     """Writes `text` to `path` through a temporary name and a rename."""
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(temporary, "w") as writer:
+    with atomic_output(path) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
         writer.write(text)
-    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def count_vocab_lines(vocab_file: str) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import time
 from collections.abc import Iterable, Iterator
 
@@ -12,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.data.feature_extraction_inputs import TokenFeatures
 
 # The "index" of the mixed entry in the output when extracting with a ScalarMix.
@@ -70,47 +70,36 @@ def extract_features(
             return [tf.cast(scalar_mix(layers), tf.float32)]
         return [tf.cast(layers[index], tf.float32) for index in layer_indexes]
 
-    directory = os.path.dirname(output_file)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temporary = f"{output_file}.tmp-{os.getpid()}"
     written = 0
     start = time.time()
-    try:
-        with tf.io.gfile.GFile(temporary, "w") as writer:
-            for batch in _batches(features, batch_size):
-                real = len(batch)
-                # Pad the last batch to full size so the traced function is reused.
-                padded = batch + [batch[-1]] * (batch_size - real)
-                inputs = {
-                    "input_word_ids": np.array([f.input_ids for f in padded], np.int32),
-                    "input_mask": np.array([f.input_mask for f in padded], np.int32),
-                    "input_type_ids": np.array([f.input_type_ids for f in padded], np.int32),
-                }
-                layer_values = [layer.numpy() for layer in forward(inputs)]
-                for row, feature in enumerate(batch):
-                    tokens = []
-                    for position, token in enumerate(feature.tokens):
-                        layers = [
-                            {
-                                "index": layer_index,
-                                "values": [
-                                    round(float(x), 6) for x in layer_values[j][row, position]
-                                ],
-                            }
-                            for j, layer_index in enumerate(layer_indexes)
-                        ]
-                        tokens.append({"token": token, "layers": layers})
-                    writer.write(
-                        json.dumps({"linex_index": feature.unique_id, "features": tokens}) + "\n"
-                    )
-                written += real
-                elapsed = time.time() - start
-                logging.info(
-                    "extract_features: %d examples, %.1f examples/s", written, written / elapsed
+    with atomic_output(output_file) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
+        for batch in _batches(features, batch_size):
+            real = len(batch)
+            # Pad the last batch to full size so the traced function is reused.
+            padded = batch + [batch[-1]] * (batch_size - real)
+            inputs = {
+                "input_word_ids": np.array([f.input_ids for f in padded], np.int32),
+                "input_mask": np.array([f.input_mask for f in padded], np.int32),
+                "input_type_ids": np.array([f.input_type_ids for f in padded], np.int32),
+            }
+            layer_values = [layer.numpy() for layer in forward(inputs)]
+            for row, feature in enumerate(batch):
+                tokens = []
+                for position, token in enumerate(feature.tokens):
+                    layers = [
+                        {
+                            "index": layer_index,
+                            "values": [round(float(x), 6) for x in layer_values[j][row, position]],
+                        }
+                        for j, layer_index in enumerate(layer_indexes)
+                    ]
+                    tokens.append({"token": token, "layers": layers})
+                writer.write(
+                    json.dumps({"linex_index": feature.unique_id, "features": tokens}) + "\n"
                 )
-        tf.io.gfile.rename(temporary, output_file, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
+            written += real
+            elapsed = time.time() - start
+            logging.info(
+                "extract_features: %d examples, %.1f examples/s", written, written / elapsed
+            )
     return written

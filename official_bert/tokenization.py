@@ -21,6 +21,8 @@ import unicodedata
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official_bert.atomic_output import atomic_output
+
 # === The original pure-Python tokenizer ===
 
 # Google's released checkpoints, by directory name, and whether they expect lower-cased input.
@@ -389,11 +391,9 @@ def write_character_classes_file(path: str = CHARACTER_CLASSES_FILE) -> None:
         "unidata_version": unicodedata.unidata_version,
         "patterns": compute_character_classes(),
     }
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as writer:
+    with atomic_output(path) as temporary, open(temporary, "w", encoding="utf-8") as writer:
         json.dump(data, writer, indent=1, sort_keys=True)
         writer.write("\n")
-    os.replace(temporary, path)
 
 
 def compute_character_classes() -> dict[str, str]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 
+import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import loading, safetensors_bert
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
@@ -87,8 +88,8 @@ def convert_checkpoint(
     if vocab_file is not None:
         target = os.path.join(output_dir, "vocab.txt")
         if os.path.abspath(vocab_file) != os.path.abspath(target):
-            shutil.copyfile(vocab_file, target + ".tmp")
-            os.replace(target + ".tmp", target)
+            with atomic_output(target) as temporary:
+                tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
     logging.info(
         "Converted %s (%s) to %s (%s, %s)",
         input_checkpoint,

@@ -12,6 +12,7 @@ from absl import logging
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
+from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints.variable_table import (
     model_entries,
     raise_if_mismatched,
@@ -279,11 +280,8 @@ def write_safetensors_checkpoint(model, path: str) -> str:
         if _is_encoder_name(entry.tf1_name):
             name = prefix + name
         tensors[name] = np.ascontiguousarray(value, dtype=np.float32)
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    save_file(tensors, temporary, metadata={"format": "pt"})
-    os.replace(temporary, path)
+    with atomic_output(path) as temporary:
+        save_file(tensors, temporary, metadata={"format": "pt"})
     logging.info("Wrote %d tensors with HF BERT names to %s", len(tensors), path)
     return path
 

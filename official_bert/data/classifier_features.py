@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.classifier_examples import ClassifierExample, DataProcessor
 from official_bert.data.completed_outputs import (
@@ -122,19 +123,11 @@ def write_classifier_records(arrays: dict[str, np.ndarray], path: str) -> None:
     int_names = [name for name, value in arrays.items() if value.dtype.kind in "iub"]
     float_names = [name for name, value in arrays.items() if value.dtype.kind == "f"]
     encoder = ExampleEncoder(int_names, float_names)
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for start in range(0, len(arrays["input_ids"]), 4096):
-                chunk = {name: value[start : start + 4096] for name, value in arrays.items()}
-                for record in encoder.encode(chunk):
-                    writer.write(record)
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    finally:
-        remove_if_exists(temporary)
+    with atomic_output(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+        for start in range(0, len(arrays["input_ids"]), 4096):
+            chunk = {name: value[start : start + 4096] for name, value in arrays.items()}
+            for record in encoder.encode(chunk):
+                writer.write(record)
 
 
 @dataclasses.dataclass(frozen=True)

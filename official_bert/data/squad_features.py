@@ -21,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.data.completed_outputs import (
     file_signature,
     read_completed_summary,
@@ -237,31 +238,23 @@ def write_squad_records(features: list[SquadFeature], path: str, is_training: bo
     if is_training:
         names += ["start_positions", "end_positions", "is_impossible"]
     encoder = ExampleEncoder(names)
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.TFRecordWriter(temporary) as writer:
-            for start in range(0, len(features), _RECORDS_PER_CHUNK):
-                chunk = features[start : start + _RECORDS_PER_CHUNK]
-                if not chunk:
-                    break
-                arrays = {
-                    "unique_ids": column([f.unique_id for f in chunk]),
-                    "input_ids": column([f.input_ids for f in chunk]),
-                    "input_mask": column([f.input_mask for f in chunk]),
-                    "segment_ids": column([f.segment_ids for f in chunk]),
-                }
-                if is_training:
-                    arrays["start_positions"] = column([f.start_position for f in chunk])
-                    arrays["end_positions"] = column([f.end_position for f in chunk])
-                    arrays["is_impossible"] = column([int(f.is_impossible) for f in chunk])
-                for record in encoder.encode({name: arrays[name] for name in names}):
-                    writer.write(record)
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    finally:
-        remove_if_exists(temporary)
+    with atomic_output(path) as temporary, tf.io.TFRecordWriter(temporary) as writer:
+        for start in range(0, len(features), _RECORDS_PER_CHUNK):
+            chunk = features[start : start + _RECORDS_PER_CHUNK]
+            if not chunk:
+                break
+            arrays = {
+                "unique_ids": column([f.unique_id for f in chunk]),
+                "input_ids": column([f.input_ids for f in chunk]),
+                "input_mask": column([f.input_mask for f in chunk]),
+                "segment_ids": column([f.segment_ids for f in chunk]),
+            }
+            if is_training:
+                arrays["start_positions"] = column([f.start_position for f in chunk])
+                arrays["end_positions"] = column([f.end_position for f in chunk])
+                arrays["is_impossible"] = column([int(f.is_impossible) for f in chunk])
+            for record in encoder.encode({name: arrays[name] for name in names}):
+                writer.write(record)
 
 
 @dataclasses.dataclass(frozen=True)
