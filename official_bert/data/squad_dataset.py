@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official_bert.data.record_batches import batched_records, trimmed_length
 from official_bert.data.squad_features import squad_feature_spec
 
 # Model input names by original feature name; the rest keep their names.
@@ -75,22 +76,18 @@ def squad_dataset(
                 value = tf.cast(value, tf.int32)
             batch[_MODEL_NAMES.get(name, name)] = value
         if trim_padding:
-            longest = tf.reduce_max(tf.reduce_sum(batch["input_mask"], axis=1))
-            length = tf.minimum((longest + 7) // 8 * 8, max_seq_length)
+            length = trimmed_length(batch["input_mask"], max_seq_length)
             for name in _MODEL_NAMES.values():
                 batch[name] = batch[name][:, :length]
         return batch
 
-    dataset = tf.data.TFRecordDataset(input_file)
-    if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
-        dataset = dataset.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.repeat()
-    per_replica = (
-        input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
+    return batched_records(
+        input_file,
+        parse,
+        batch_size,
+        is_training,
+        input_context,
+        drop_remainder,
+        seed,
+        shuffle_buffer_size,
     )
-    if drop_remainder is None:
-        drop_remainder = is_training
-    dataset = dataset.batch(per_replica, drop_remainder=drop_remainder)
-    return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
