@@ -42,6 +42,7 @@ from official_bert.training.finetuning import (
 )
 from official_bert.training.prediction import predict
 from official_bert.training.runner import write_eval_results
+from official_bert.training.training_options import TrainingOptions
 
 # --feature_mode: "finetune" trains the whole BertClassifier (the original run_classifier.py);
 # "frozen_<features>" trains a FeatureBasedClassifier over a frozen encoder, <features> one of
@@ -50,14 +51,13 @@ FEATURE_MODES = ("finetune", "frozen_last", "frozen_concat_last4", "frozen_scala
 
 
 @dataclasses.dataclass(kw_only=True)
-class FinetuningOptions:
+class FinetuningOptions(TrainingOptions):
     """The settings every classifier fine-tuning script shares (run_classifier.py,
-    run_multitask.py): the original flag names, then the TF2 ones."""
+    run_multitask.py): the original flag names, then the TF2 ones, beside the shared ones of
+    TrainingOptions."""
 
     bert_config: BertConfig
     vocab_file: str
-    output_dir: str
-    init_checkpoint: str | None = None
     do_lower_case: bool = True
     max_seq_length: int = 128
     do_train: bool = False
@@ -66,20 +66,8 @@ class FinetuningOptions:
     train_batch_size: int = 32
     eval_batch_size: int = 8
     predict_batch_size: int = 8
-    learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    steps_per_loop: int = 1000
-    distribution_strategy: str = "one_device"
-    tpu: str | None = None
-    dtype: str = "float32"
-    optimizer_type: str = "adamw"
-    decay_after_warmup: bool = False
-    weight_decay_rate: float = 0.01
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    seed: int | None = None
     # Train on the first N training examples (of each task) only (0: all).
     max_train_examples: int = 0
     # Cut each batch to its longest example (see classifier_dataset); never on TPUs.

@@ -24,11 +24,13 @@ from official_bert.training.pretraining_objective import (
     pretraining_loss_denominators,
 )
 from official_bert.training.runner import Runner, RunnerSettings, write_eval_results
+from official_bert.training.training_options import TrainingOptions
 
 
 @dataclasses.dataclass
-class PretrainingOptions:
-    """The settings of run_pretraining.py (original flag names).
+class PretrainingOptions(TrainingOptions):
+    """The settings of run_pretraining.py (original flag names), beside the shared ones of
+    TrainingOptions.
 
     objective: "mlm" (the original: masked LM, plus next sentence with use_next_sentence_label)
     or "ltr" (the BERT paper's "LTR & No NSP" ablation, section 5.1: a causal encoder trained
@@ -38,30 +40,16 @@ class PretrainingOptions:
 
     bert_config: BertConfig
     input_file: str
-    output_dir: str
-    init_checkpoint: str | None = None
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
     do_train: bool = True
     do_eval: bool = False
     train_batch_size: int = 32
     eval_batch_size: int = 8
-    learning_rate: float = 5e-5
     num_train_steps: int = 100000
     num_warmup_steps: int = 10000
-    save_checkpoints_steps: int = 1000
-    steps_per_loop: int = 1000
     max_eval_steps: int = 100
-    distribution_strategy: str = "one_device"
-    tpu: str | None = None
-    dtype: str = "float32"
-    optimizer_type: str = "adamw"
-    decay_after_warmup: bool = False
-    weight_decay_rate: float = 0.01
     use_next_sentence_label: bool = True
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    seed: int | None = None
     gradient_accumulation_steps: int = 1
     enable_xla: bool = False
     objective: str = "mlm"

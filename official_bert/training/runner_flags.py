@@ -56,7 +56,7 @@ def define_runner_flags() -> None:
 
 
 def runner_flag_values() -> dict:
-    """The shared flags as keyword arguments of the scripts' options (the original TPU flags
+    """The shared flags as keyword arguments of TrainingOptions (the original TPU flags
     mapped onto the TF2 ones)."""
     values = flags.FLAGS
     return dict(

@@ -43,18 +43,18 @@ from official_bert.training.finetuning import (
 )
 from official_bert.training.prediction import predict
 from official_bert.training.squad_objective import squad_loss_fn
+from official_bert.training.training_options import TrainingOptions
 
 
 @dataclasses.dataclass
-class SquadOptions:
-    """The settings of run_squad.py (original flag names and defaults, then the TF2 ones)."""
+class SquadOptions(TrainingOptions):
+    """The settings of run_squad.py (original flag names and defaults, then the TF2 ones),
+    beside the shared ones of TrainingOptions."""
 
     bert_config: BertConfig | None  # None only with eval_only
     vocab_file: str | None
-    output_dir: str
     train_file: str | None = None
     predict_file: str | None = None
-    init_checkpoint: str | None = None
     do_lower_case: bool = True
     max_seq_length: int = 384
     doc_stride: int = 128
@@ -63,25 +63,13 @@ class SquadOptions:
     do_predict: bool = False
     train_batch_size: int = 32
     predict_batch_size: int = 8
-    learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
     warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    steps_per_loop: int = 1000
     n_best_size: int = 20
     max_answer_length: int = 30
     verbose_logging: bool = False
     version_2_with_negative: bool = False
     null_score_diff_threshold: float = 0.0
-    distribution_strategy: str = "one_device"
-    tpu: str | None = None
-    dtype: str = "float32"
-    optimizer_type: str = "adamw"
-    decay_after_warmup: bool = False
-    weight_decay_rate: float = 0.01
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    seed: int | None = None
     # Cut each training batch to its longest window (same loss, faster; never on TPUs).
     trim_padding: bool = True
     # v2.0: re-write the predictions with the threshold that gives the best F1 on predict_file
