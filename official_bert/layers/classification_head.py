@@ -46,6 +46,18 @@ class ClassificationHead(keras.layers.Layer):
             name="logits",
         )
 
+    @classmethod
+    def for_encoder(cls, encoder, num_classes: int, dropout_rate: float, name: str):
+        """A head over `encoder`'s outputs (a BertEncoder or ExportedBertEncoder): initialized
+        with its initializer_range, computing in its dtype policy."""
+        return cls(
+            num_classes=num_classes,
+            dropout_rate=dropout_rate,
+            initializer_range=encoder.initializer_range,
+            dtype=encoder.dtype_policy,
+            name=name,
+        )
+
     def build(self, pooled_output_shape):
         self.dense.build(pooled_output_shape)
         self.built = True

@@ -24,12 +24,8 @@ class BertClassifier(EncoderWithHeads):
         super().__init__(encoder, **kwargs)
         self.num_classes = num_classes
         self.dropout_rate = dropout_rate
-        self.classifier = ClassificationHead(
-            num_classes=num_classes,
-            dropout_rate=dropout_rate,
-            initializer_range=encoder.initializer_range,
-            dtype=encoder.dtype_policy,
-            name="classifier",
+        self.classifier = ClassificationHead.for_encoder(
+            encoder, num_classes=num_classes, dropout_rate=dropout_rate, name="classifier"
         )
 
     def build(self, input_shape=None):

@@ -65,12 +65,8 @@ class BertPretrainer(EncoderWithHeads):
         if use_next_sentence_label:
             # No dropout: the original applies the seq_relationship weights to the pooled output
             # directly.
-            self.next_sentence = ClassificationHead(
-                num_classes=2,
-                dropout_rate=0.0,
-                initializer_range=encoder.initializer_range,
-                dtype=encoder.dtype_policy,
-                name="next_sentence",
+            self.next_sentence = ClassificationHead.for_encoder(
+                encoder, num_classes=2, dropout_rate=0.0, name="next_sentence"
             )
 
     def build(self, input_shape=None):

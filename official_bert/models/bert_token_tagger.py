@@ -26,12 +26,8 @@ class BertTokenTagger(EncoderWithHeads):
         super().__init__(encoder, **kwargs)
         self.num_tags = num_tags
         self.dropout_rate = dropout_rate
-        self.tagger = ClassificationHead(
-            num_classes=num_tags,
-            dropout_rate=dropout_rate,
-            initializer_range=encoder.initializer_range,
-            dtype=encoder.dtype_policy,
-            name="tagger",
+        self.tagger = ClassificationHead.for_encoder(
+            encoder, num_classes=num_tags, dropout_rate=dropout_rate, name="tagger"
         )
 
     def build(self, input_shape=None):

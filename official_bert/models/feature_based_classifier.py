@@ -88,12 +88,8 @@ class FeatureBasedClassifier(EncoderWithHeads):
             self.scalar_mix = ScalarMix(
                 encoder.num_layers, dtype=encoder.dtype_policy, name="scalar_mix"
             )
-        self.classifier = ClassificationHead(
-            num_classes=num_classes,
-            dropout_rate=dropout_rate,
-            initializer_range=encoder.initializer_range,
-            dtype=encoder.dtype_policy,
-            name="classifier",
+        self.classifier = ClassificationHead.for_encoder(
+            encoder, num_classes=num_classes, dropout_rate=dropout_rate, name="classifier"
         )
 
     def build(self, input_shape=None):

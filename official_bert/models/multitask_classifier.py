@@ -62,12 +62,8 @@ class MultiTaskClassifier(EncoderWithHeads):
         # === Layers ===
         for task, num_classes in self._tasks:
             attribute = head_attribute(task)
-            head = ClassificationHead(
-                num_classes=num_classes,
-                dropout_rate=dropout_rate,
-                initializer_range=encoder.initializer_range,
-                dtype=encoder.dtype_policy,
-                name=attribute,
+            head = ClassificationHead.for_encoder(
+                encoder, num_classes=num_classes, dropout_rate=dropout_rate, name=attribute
             )
             setattr(self, attribute, head)
 
