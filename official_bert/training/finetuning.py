@@ -2,8 +2,10 @@
 same way: the strategy and seed, the number of steps, the runner with its optimizer, the encoder
 and its initial weights.
 
-`options` is any of the scripts' option dataclasses; the functions read the fields of the
-original flags they share (output_dir, seed, train_batch_size, learning_rate, ...).
+`options` is any of the scripts' option dataclasses (subclasses of
+training_options.TrainingOptions); the functions read the fields they share (output_dir, seed,
+learning_rate, the runner settings, and train_batch_size, num_train_epochs, ... that each
+fine-tuning script's options define).
 """
 
 from __future__ import annotations
