@@ -12,7 +12,7 @@ import os
 
 from absl import app, flags
 
-from official_bert.data.pretraining_data_writer import (
+from official_bert.data.pretraining.data_writer import (
     PretrainingDataSettings,
     write_pretraining_examples,
 )

@@ -10,7 +10,7 @@ on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--
 
 from absl import app, flags
 
-from official_bert.data.classifier_examples import processor_names
+from official_bert.data.classification.examples import processor_names
 from official_bert.training.classifier_finetuning import (
     FEATURE_MODES,
     ClassifierOptions,

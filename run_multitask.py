@@ -15,7 +15,7 @@ The layout of output_dir: official_bert/training/multitask_finetuning.py.
 
 from absl import app, flags
 
-from official_bert.data.classifier_examples import processor_names
+from official_bert.data.classification.examples import processor_names
 from official_bert.training.finetuning_flags import define_finetuning_flags, finetuning_flag_values
 from official_bert.training.multitask_finetuning import MultiTaskOptions, run_multitask
 

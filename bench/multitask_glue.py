@@ -81,8 +81,8 @@ def main(argv=None):
 
     logging.set_verbosity(logging.INFO)  # the runner's progress lines
 
-    from official_bert.data.classifier_examples import get_processor
-    from official_bert.data.multitask_dataset import (
+    from official_bert.data.classification.examples import get_processor
+    from official_bert.data.classification.multitask_dataset import (
         task_choice_dataset,
         task_sampling_probabilities,
     )

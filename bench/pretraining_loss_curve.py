@@ -27,7 +27,7 @@ sys.path.insert(0, PROJECT_ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from official_bert.config import BertConfig  # noqa: E402
-from official_bert.data.pretraining_data_writer import (  # noqa: E402
+from official_bert.data.pretraining.data_writer import (  # noqa: E402
     PretrainingDataSettings,
     write_pretraining_examples,
 )

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.data import pretraining_data_writer
-from official_bert.data.pretraining_data_writer import (
+from official_bert.data.pretraining import data_writer as pretraining_data_writer
+from official_bert.data.pretraining.data_writer import (
     PretrainingDataSettings,
     default_num_workers,
     write_pretraining_examples,
 )
-from official_bert.data.pretraining_features import pretraining_feature_spec
+from official_bert.data.pretraining.features import pretraining_feature_spec
 from official_bert.tokenization import load_vocab
 from tests.conftest import REPO_ROOT, SHARED
 

@@ -23,8 +23,8 @@ import numpy as np
 from absl import logging
 
 from official_bert.config import write_text_atomically
-from official_bert.data.squad_examples import SquadExample
-from official_bert.data.squad_features import SquadFeature
+from official_bert.data.squad.examples import SquadExample
+from official_bert.data.squad.features import SquadFeature
 from official_bert.tokenization import BasicTokenizer
 
 # null_odds.json value of a question without any non-null candidate: larger than any real score

@@ -13,7 +13,7 @@ from official_bert.models.encoder_with_heads import EncoderWithHeads
 class BertTokenTagger(EncoderWithHeads):
     """Token tagging fine-tuned end to end, as the BERT paper's CoNLL-2003 NER (section 5.3):
     dropout and a linear layer on the last layer's vector of every token; a word's tag is read
-    at its first wordpiece (data/tagging_features.py).
+    at its first wordpiece (data/tagging/features.py).
 
     Inputs (dict): the encoder's `input_word_ids`, `input_mask`, `input_type_ids`
     (int32 [batch, seq_length]).

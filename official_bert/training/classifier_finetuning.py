@@ -12,14 +12,14 @@ from absl import logging
 
 from official_bert.config import BertConfig, check_vocab_matches_config, write_text_atomically
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.classifier_examples import DataProcessor, get_processor
-from official_bert.data.classifier_features import (
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.examples import DataProcessor, get_processor
+from official_bert.data.classification.features import (
     ClassifierRecords,
     encode_classifier_examples,
     prepare_classifier_records,
 )
-from official_bert.data.tagging_examples import TaggingProcessor
+from official_bert.data.tagging.examples import TaggingProcessor
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
 from official_bert.models import BertClassifier, FeatureBasedClassifier

@@ -41,9 +41,12 @@ from official_bert.checkpoints.original_tf1 import (
 )
 from official_bert.checkpoints.variable_table import classifier_head_entries
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.classifier_examples import DataProcessor, get_processor, processor_names
-from official_bert.data.multitask_dataset import multitask_dataset, task_sampling_probabilities
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.examples import DataProcessor, get_processor, processor_names
+from official_bert.data.classification.multitask_dataset import (
+    multitask_dataset,
+    task_sampling_probabilities,
+)
 from official_bert.models import BertClassifier, BertEncoder, MultiTaskClassifier
 from official_bert.models.multitask_classifier import head_attribute
 from official_bert.training.classifier_finetuning import (

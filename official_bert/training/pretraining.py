@@ -12,7 +12,7 @@ from absl import logging
 
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
 from official_bert.config import BertConfig
-from official_bert.data.pretraining_dataset import pretraining_dataset
+from official_bert.data.pretraining.dataset import pretraining_dataset
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.distribution import create_strategy
 from official_bert.training.optimization import create_optimizer

@@ -12,9 +12,9 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.config import BertConfig, check_vocab_matches_config, write_text_atomically
-from official_bert.data.squad_dataset import squad_dataset
-from official_bert.data.squad_examples import load_squad_json, read_squad_examples
-from official_bert.data.squad_features import (
+from official_bert.data.squad.dataset import squad_dataset
+from official_bert.data.squad.examples import load_squad_json, read_squad_examples
+from official_bert.data.squad.features import (
     check_squad_lengths,
     convert_examples_to_features,
     prepare_squad_train_records,

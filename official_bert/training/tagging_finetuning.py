@@ -16,8 +16,8 @@ from absl import logging
 
 from official_bert.config import write_text_atomically
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.tagging_examples import TaggedSentence, TaggingProcessor
-from official_bert.data.tagging_features import encode_tagged_sentences, word_predictions
+from official_bert.data.tagging.examples import TaggedSentence, TaggingProcessor
+from official_bert.data.tagging.features import encode_tagged_sentences, word_predictions
 from official_bert.evaluation.tagging_metrics import tagging_metrics
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.training.classifier_finetuning import (
@@ -75,7 +75,7 @@ def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -
     eval_f1 and eval_<type>_f1, conlleval's entity scores; global_step), eval_predictions.txt
     (`word gold predicted`) and test_predictions.txt (`word predicted`), both in the CoNLL
     layout, and for frozen_scalar_mix scalar_mix_weights.json. Every word is tagged, also in
-    sentences longer than max_seq_length (see data/tagging_features.py).
+    sentences longer than max_seq_length (see data/tagging/features.py).
 
     The raw-text serving SavedModel of classification is not written for tagging (export_dir is
     ignored): its output is per wordpiece, which needs the word alignment done here.

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from official_bert.data.squad_examples import SquadExample, read_squad_examples
-from official_bert.data.squad_features import SquadFeature, convert_examples_to_features
+from official_bert.data.squad.examples import SquadExample, read_squad_examples
+from official_bert.data.squad.features import SquadFeature, convert_examples_to_features
 from official_bert.evaluation.squad_postprocessing import (
     NO_SPAN_NULL_ODDS,
     get_final_text,

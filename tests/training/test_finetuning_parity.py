@@ -14,8 +14,8 @@ import tensorflow as tf
 
 from official_bert.checkpoints.loading import load_bert_weights, read_bert_config
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_examples import get_processor
-from official_bert.data.classifier_features import encode_classifier_examples
+from official_bert.data.classification.examples import get_processor
+from official_bert.data.classification.features import encode_classifier_examples
 from official_bert.models import BertClassifier, BertEncoder
 from official_bert.training.classifier_objective import classifier_loss_fn
 from official_bert.training.optimization import create_optimizer

@@ -12,8 +12,8 @@ import tensorflow as tf
 
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.checkpoints.original_tf1 import read_checkpoint_arrays
-from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.multitask_dataset import (
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.multitask_dataset import (
     multitask_dataset,
     task_choice_dataset,
     task_sampling_probabilities,
@@ -84,7 +84,7 @@ os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np, tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-from official_bert.data.multitask_dataset import multitask_dataset
+from official_bert.data.classification.multitask_dataset import multitask_dataset
 
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
 

@@ -12,11 +12,11 @@ import tensorflow as tf
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig
-from official_bert.data.pretraining_data_writer import (
+from official_bert.data.pretraining.data_writer import (
     PretrainingDataSettings,
     write_pretraining_examples,
 )
-from official_bert.data.pretraining_dataset import pretraining_dataset
+from official_bert.data.pretraining.dataset import pretraining_dataset
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.pretraining import PretrainingOptions, run_pretraining
 from official_bert.training.pretraining_objective import masked_lm_loss, pretraining_loss

@@ -29,7 +29,7 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
-from official_bert.data.squad_examples import SquadExample, read_squad_examples
+from official_bert.data.squad.examples import SquadExample, read_squad_examples
 from official_bert.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000

@@ -18,7 +18,7 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_examples import ClassifierExample, DataProcessor
+from official_bert.data.classification.examples import ClassifierExample, DataProcessor
 from official_bert.data.completed_outputs import (
     file_signature,
     read_completed_summary,
@@ -26,7 +26,7 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
-from official_bert.data.tagging_examples import TaggingProcessor
+from official_bert.data.tagging.examples import TaggingProcessor
 
 # Bumped when what is written for the same inputs changes, so cached files are redone.
 _FORMAT_VERSION = 1

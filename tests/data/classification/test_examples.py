@@ -2,7 +2,7 @@
 
 import pytest
 
-from official_bert.data.classifier_examples import (
+from official_bert.data.classification.examples import (
     ClassifierDataError,
     DataProcessor,
     get_processor,
@@ -198,7 +198,7 @@ def test_registering_a_task_of_your_own(tmp_path):
             return None if row.columns[0] == "skip" else self.make(split, row)
 
         def make(self, split, row):
-            from official_bert.data.classifier_examples import ClassifierExample
+            from official_bert.data.classification.examples import ClassifierExample
 
             return ClassifierExample(
                 f"{split}-{row.line_number}", row.columns[0], None, row.columns[1]

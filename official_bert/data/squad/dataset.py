@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.data.record_batches import batched_records, trimmed_length
-from official_bert.data.squad_features import squad_feature_spec
+from official_bert.data.squad.features import squad_feature_spec
 
 # Model input names by original feature name; the rest keep their names.
 _MODEL_NAMES = {

@@ -3,8 +3,8 @@ name the file and the line."""
 
 import pytest
 
-from official_bert.data.classifier_examples import ClassifierDataError, get_processor
-from official_bert.data.tagging_examples import ConllTaggingProcessor, read_conll_sentences
+from official_bert.data.classification.examples import ClassifierDataError, get_processor
+from official_bert.data.tagging.examples import ConllTaggingProcessor, read_conll_sentences
 
 CONLL_2003 = """-DOCSTART- -X- -X- O
 

@@ -34,16 +34,16 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
-from official_bert.data.masked_lm_sampling import (
-    MaskingOptions,
-    check_replacement_shares,
-    sample_masked_lm,
-)
-from official_bert.data.pretraining_features import ORIGINAL_FEATURE_NAMES, feature_names
-from official_bert.data.pretraining_instances import (
+from official_bert.data.pretraining.features import ORIGINAL_FEATURE_NAMES, feature_names
+from official_bert.data.pretraining.instances import (
     TokenizedDocument,
     create_instances_from_document,
     pack_instances,
+)
+from official_bert.data.pretraining.masked_lm_sampling import (
+    MaskingOptions,
+    check_replacement_shares,
+    sample_masked_lm,
 )
 from official_bert.tokenization import load_vocab
 

@@ -2,7 +2,7 @@ import random
 
 import numpy as np
 
-from official_bert.data.pretraining_instances import (
+from official_bert.data.pretraining.instances import (
     TokenizedDocument,
     _truncate_pair,
     create_instances_from_document,

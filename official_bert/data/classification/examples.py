@@ -193,8 +193,8 @@ def register_processor(task_name: str):
 def processor_names() -> list[str]:
     """The registered task names (the GLUE tasks, XNLI, generic, conll, and any registered
     since)."""
-    import official_bert.data.glue_processors  # noqa: F401  (registers the GLUE tasks)
-    import official_bert.data.tagging_examples  # noqa: F401  (registers conll)
+    import official_bert.data.classification.glue_processors  # noqa: F401  (registers the GLUE tasks)
+    import official_bert.data.tagging.examples  # noqa: F401  (registers conll)
 
     return sorted(_PROCESSORS)
 
@@ -205,8 +205,8 @@ def get_processor(task_name: str, data_dir: str, **kwargs):
 
     Keyword arguments go to the processor (e.g. the generic task's column settings).
     """
-    import official_bert.data.glue_processors  # noqa: F401  (registers the GLUE tasks)
-    import official_bert.data.tagging_examples  # noqa: F401  (registers conll)
+    import official_bert.data.classification.glue_processors  # noqa: F401  (registers the GLUE tasks)
+    import official_bert.data.tagging.examples  # noqa: F401  (registers conll)
 
     cls = _PROCESSORS.get(task_name.lower())
     if cls is None:

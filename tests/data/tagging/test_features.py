@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.classifier_features import write_classifier_records
-from official_bert.data.tagging_examples import TaggedSentence
-from official_bert.data.tagging_features import encode_tagged_sentences, word_predictions
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.features import write_classifier_records
+from official_bert.data.tagging.examples import TaggedSentence
+from official_bert.data.tagging.features import encode_tagged_sentences, word_predictions
 from tests.tiny_data import write_tiny_vocab
 
 LABELS = ["O", "B-POS", "B-ANIMAL", "I-ANIMAL"]

@@ -7,9 +7,9 @@ import pytest
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classifier_dataset import classifier_dataset
-from official_bert.data.classifier_examples import get_processor
-from official_bert.data.classifier_features import prepare_classifier_records
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.examples import get_processor
+from official_bert.data.classification.features import prepare_classifier_records
 from tests.conftest import SHARED
 
 GLUE = SHARED / "data" / "glue"

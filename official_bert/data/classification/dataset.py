@@ -1,13 +1,13 @@
 """tf.data input of classification TFRecords (the original run_classifier.py features) and of
-token tagging TFRecords (data/tagging_features.py)."""
+token tagging TFRecords (data/tagging/features.py)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.data.classifier_features import classifier_feature_spec
+from official_bert.data.classification.features import classifier_feature_spec
 from official_bert.data.record_batches import batched_records, trimmed_length
-from official_bert.data.tagging_features import tagging_feature_spec
+from official_bert.data.tagging.features import tagging_feature_spec
 
 # Model input names by original feature name.
 _MODEL_NAMES = {

@@ -3,7 +3,11 @@
 import numpy as np
 import pytest
 
-from official_bert.data.masked_lm_sampling import MaskingOptions, num_to_predict, sample_masked_lm
+from official_bert.data.pretraining.masked_lm_sampling import (
+    MaskingOptions,
+    num_to_predict,
+    sample_masked_lm,
+)
 
 CLS, SEP, MASK, VOCAB = 1, 2, 3, 500
 

@@ -11,7 +11,7 @@ import os
 
 import tensorflow as tf
 
-from official_bert.data.classifier_examples import (
+from official_bert.data.classification.examples import (
     ClassifierDataError,
     ClassifierExample,
     DataProcessor,

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.data.pretraining_data_writer import (
+from official_bert.data.pretraining.data_writer import (
     PretrainingDataSettings,
     write_pretraining_examples,
 )
-from official_bert.data.pretraining_dataset import (
+from official_bert.data.pretraining.dataset import (
     inspect_pretraining_file,
     pretraining_dataset,
     restore_masked_tokens,

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.tagging_examples import TaggedSentence
+from official_bert.data.tagging.examples import TaggedSentence
 
 
 def tagging_feature_spec(max_seq_length: int) -> dict[str, tf.io.FixedLenFeature]:

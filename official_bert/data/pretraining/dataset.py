@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.data.pretraining_features import (
+from official_bert.data.pretraining.features import (
     ORIGINAL_FEATURE_NAMES,
     V2_RENAMES,
     pretraining_feature_spec,

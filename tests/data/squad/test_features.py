@@ -5,10 +5,10 @@ import json
 import numpy as np
 import pytest
 
-from official_bert.data import squad_features
-from official_bert.data.squad_dataset import squad_dataset
-from official_bert.data.squad_examples import SquadFormatError, read_squad_examples
-from official_bert.data.squad_features import (
+from official_bert.data.squad import features as squad_features
+from official_bert.data.squad.dataset import squad_dataset
+from official_bert.data.squad.examples import SquadFormatError, read_squad_examples
+from official_bert.data.squad.features import (
     FIRST_UNIQUE_ID,
     check_is_max_context,
     convert_examples_to_features,
