@@ -15,7 +15,7 @@ from official_bert.evaluation.squad_postprocessing import (
     write_prediction_files,
 )
 from official_bert.tokenization import FullTokenizer
-from tests.data.test_squad_features import GOLDEN
+from tests.data.squad.test_features import GOLDEN
 
 
 def _logits_for(unique_id, length):
