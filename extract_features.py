@@ -11,13 +11,13 @@ config.json works as bert_config_file) or one of this project's checkpoints.
 import tensorflow as tf
 from absl import app, flags, logging
 
-from official_bert import feature_extraction
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import convert_text_examples, read_text_examples
 from official_bert.models import BertEncoder
 from official_bert.scalar_mix_weights import load_scalar_mix
+from official_bert.tasks import feature_extraction
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
 FLAGS = flags.FLAGS

@@ -30,13 +30,14 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
-from official_bert.training.distribution import create_strategy  # noqa: E402
-from official_bert.training.optimization import create_optimizer  # noqa: E402
-from official_bert.training.pretraining_objective import (  # noqa: E402
+from official_bert.tasks.pretraining_objective import (  # noqa: E402
     pretraining_loss,
     pretraining_loss_denominators,
 )
-from official_bert.training.runner import Runner, RunnerSettings  # noqa: E402
+from official_bert.training.distribution import create_strategy  # noqa: E402
+from official_bert.training.optimization import create_optimizer  # noqa: E402
+from official_bert.training.runner import Runner  # noqa: E402
+from official_bert.training.training_options import TrainingOptions  # noqa: E402
 
 # The dtype policy names of Keras 3, as the factories' names abbreviate them.
 FP32 = "float32"
@@ -144,11 +145,8 @@ def make_runner_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: boo
         model_fn,
         lambda: create_optimizer(1e-4, num_train_steps=1_000_000, num_warmup_steps=0),
         pretraining_loss,
-        RunnerSettings(
-            tempfile.mkdtemp(prefix="runner_step_"),
-            num_train_steps=1_000_000,
-            enable_xla=jit_compile,
-        ),
+        TrainingOptions(output_dir=tempfile.mkdtemp(prefix="runner_step_"), enable_xla=jit_compile),
+        num_train_steps=1_000_000,
         loss_denominators_fn=pretraining_loss_denominators,
     )
     features = pretraining_features(batch)

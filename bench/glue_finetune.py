@@ -62,7 +62,8 @@ def minilm_dir() -> str:
 def run_ours(task: str, args) -> dict:
     sys.path.insert(0, REPO)
     from official_bert.checkpoints.loading import read_bert_config
-    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.registry import run_classifier
 
     folder, task_name, _, max_train, epochs = TASKS[task]
     if args.speed_steps:

@@ -86,8 +86,9 @@ def main(argv=None):
         task_choice_dataset,
         task_sampling_probabilities,
     )
-    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
-    from official_bert.training.multitask_finetuning import MultiTaskOptions, run_multitask
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.multitask import MultiTaskOptions, run_multitask
+    from official_bert.tasks.registry import run_classifier
 
     tasks = args.tasks.split(",")
     data_dirs = [os.path.join(args.glue_dir, TASKS[task][0]) for task in tasks]

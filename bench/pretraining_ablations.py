@@ -52,11 +52,11 @@ from official_bert.data.pretraining.data_writer import (  # noqa: E402
 )
 from official_bert.data.text_corpus import read_corpus_chunks  # noqa: E402
 from official_bert.end_to_end_demo import find_minilm_dir  # noqa: E402
-from official_bert.training.classifier_finetuning import (  # noqa: E402
+from official_bert.tasks.classification import (  # noqa: E402
     ClassifierOptions,
     run_classifier,
 )
-from official_bert.training.pretraining import PretrainingOptions, run_pretraining  # noqa: E402
+from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining  # noqa: E402
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ run_pretraining's library entry point for --steps steps, and prints the mean los
 loop of --steps_per_loop steps as a markdown table, then the eval masked_lm_loss /
 masked_lm_accuracy on the first --eval_steps batches of the same records (training data: it
 shows fitting, not generalization). The default-suite test
-(tests/training/test_pretraining.py::test_masked_lm_loss_falls_on_wikitext) runs a shorter
+(tests/tasks/test_pretraining.py::test_masked_lm_loss_falls_on_wikitext) runs a shorter
 version and asserts the drop.
 
   python3 bench/pretraining_loss_curve.py                         # L4 H256, 600 steps
@@ -31,7 +31,7 @@ from official_bert.data.pretraining.data_writer import (  # noqa: E402
     PretrainingDataSettings,
     write_pretraining_examples,
 )
-from official_bert.training.pretraining import PretrainingOptions, run_pretraining  # noqa: E402
+from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -105,6 +105,7 @@ def main(argv=None):
             bert_config=config,
             input_file=records,
             output_dir=os.path.join(output_dir, "run"),
+            do_train=True,
             do_eval=True,
             max_seq_length=args.seq,
             max_predictions_per_seq=args.predictions,

@@ -73,7 +73,7 @@ def split_by_article(path: str, num_train_articles: int, max_questions: int, dir
 def run(version: str, args) -> dict:
     sys.path.insert(0, REPO)
     from official_bert.checkpoints.loading import read_bert_config
-    from official_bert.training.squad_finetuning import SquadOptions, run_squad
+    from official_bert.tasks.squad import SquadOptions, run_squad
 
     file_name, num_train_articles = VERSIONS[version]
     model = minilm_dir()

@@ -40,7 +40,8 @@ def main() -> None:
 
     from official_bert.checkpoints.loading import read_bert_config
     from official_bert.end_to_end_demo import find_minilm_dir
-    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.registry import run_classifier
 
     model = find_minilm_dir()
     if model is None:

@@ -11,7 +11,7 @@ def test_quick_demo_runs_every_stage(tmp_path):
     output = tmp_path / "demo"
     result = subprocess.run(
         # From the demo's own model: fine-tuning MiniLM (the default when installed) is covered
-        # by tests/training/test_classifier_finetuning.py, and is slower.
+        # by tests/tasks/test_classification.py, and is slower.
         [
             sys.executable,
             "run_demo.py",

@@ -134,8 +134,8 @@ def _scalar_mix_file(path, layer_weights, gamma=1.0, layers=None):
 def test_scalar_mix_weights_replace_the_layers_with_their_mix(original_tiny_dir, tmp_path):
     """One-hot weights reproduce a layer of a plain run; a 0.25/0.75 mix with gamma 2 (the
     library call the script makes) is that mix of the plain run's layers."""
-    from official_bert import feature_extraction
     from official_bert.scalar_mix_weights import load_scalar_mix
+    from official_bert.tasks import feature_extraction
 
     text = tmp_path / "input.txt"
     text.write_text("the man went to the store.\nhe bought milk ||| and a loaf of bread.\n")

@@ -7,7 +7,6 @@ steps_per_execution > 1 (keras-team/keras#19246) and under MultiWorkerMirroredSt
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import time
@@ -17,26 +16,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-
-@dataclasses.dataclass
-class RunnerSettings:
-    """output_dir: checkpoints and summaries. num_train_steps counts optimizer updates.
-
-    gradient_accumulation_steps = k: every update's batch (the global batch the train dataset
-    yields) is split into k micro-batches that run forward and backward one after another, and
-    their gradients are summed into one update: the memory of one micro-batch, the update of the
-    whole batch. enable_xla compiles the train step with XLA (`jit_compile`); on CPU no faster
-    than plain TF, meant for GPU/TPU.
-    """
-
-    output_dir: str
-    num_train_steps: int
-    steps_per_loop: int = 1000
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    gradient_accumulation_steps: int = 1
-    enable_xla: bool = False
+from official_bert.training.training_options import TrainingOptions
 
 
 def _is_chief(strategy: tf.distribute.Strategy) -> bool:
@@ -71,6 +51,11 @@ class Runner:
       device on the whole batch when the normalization varies between parts.
     train_dataset_fn(input_context) / eval_dataset_fn(input_context) -> tf.data.Dataset of dict
       batches (the model's inputs and labels); a training batch is one update's batch.
+    settings: the script's options as they are (a TrainingOptions): output_dir, steps_per_loop,
+      save_checkpoints_steps, keep_checkpoint_max, log_steps, gradient_accumulation_steps (an
+      update's batch split into k micro-batches whose gradients are summed: the memory of one
+      micro-batch, the update of the whole batch), enable_xla (the train step compiled with XLA).
+    num_train_steps: optimizer updates to train (a task computes it, e.g. from epochs).
 
     Checkpoints (model, optimizer and its step, dropout random states, the number of training
     batches read) go to output_dir every save_checkpoints_steps; a new Runner on the same
@@ -91,17 +76,14 @@ class Runner:
         model_fn: Callable,
         optimizer_fn: Callable,
         loss_fn: Callable,
-        settings: RunnerSettings,
+        settings: TrainingOptions,
         *,
+        num_train_steps: int,
         loss_denominators_fn: Callable | None = None,
     ):
-        if settings.gradient_accumulation_steps < 1:
-            raise ValueError(
-                f"gradient_accumulation_steps must be >= 1, got "
-                f"{settings.gradient_accumulation_steps}"
-            )
         self.strategy = strategy
         self.settings = settings
+        self.num_train_steps = num_train_steps
         self.loss_fn = loss_fn
         self.loss_denominators_fn = loss_denominators_fn
         self.is_chief = _is_chief(strategy)
@@ -327,8 +309,8 @@ class Runner:
         start_step, start_time = self.step, time.time()
         last_log_step, last_log_time = start_step, start_time
         try:
-            while self.step < settings.num_train_steps and not self._stop_requested:
-                steps = min(settings.steps_per_loop, settings.num_train_steps - self.step)
+            while self.step < self.num_train_steps and not self._stop_requested:
+                steps = min(settings.steps_per_loop, self.num_train_steps - self.step)
                 loss = float(train_loop(iterator, tf.constant(steps)))
                 if not tf.math.is_finite(loss):
                     raise FloatingPointError(
@@ -348,14 +330,14 @@ class Runner:
                         tf.summary.scalar("examples_per_second", rate)
                 if (
                     self.step - last_log_step >= settings.log_steps
-                    or self.step >= settings.num_train_steps
+                    or self.step >= self.num_train_steps
                 ):
                     steps_per_s = (self.step - last_log_step) / max(now - last_log_time, 1e-9)
-                    eta = (settings.num_train_steps - self.step) / max(steps_per_s, 1e-9)
+                    eta = (self.num_train_steps - self.step) / max(steps_per_s, 1e-9)
                     logging.info(
                         "step %d/%d: loss %.4f, lr %.3g, %.2f steps/s, %.1f examples/s, ETA %.0f s",
                         self.step,
-                        settings.num_train_steps,
+                        self.num_train_steps,
                         loss,
                         learning_rate,
                         steps_per_s,

@@ -1,35 +1,99 @@
 """The settings every training script shares (run_pretraining.py, run_classifier.py,
-run_multitask.py, run_squad.py): where it writes, what it starts from, and the runner's settings
-that `runner_flags.runner_flag_values` fills from the flags."""
+run_multitask.py, run_squad.py): where it writes, what it starts from, and how the runner trains.
+
+Each field is also the script's flag of the same name (official_bert.option_flags); the
+original release's TPU and loop flags are fields too, mapped onto the TF2 ones when the options
+are made (`__post_init__`), so the rest of the library reads only the TF2 names.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 
+from official_bert.option_flags import option
+from official_bert.training.distribution import STRATEGIES
+
+DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+OPTIMIZER_TYPES = ("adamw", "adamw_torch", "keras_adamw", "lamb")
+
 
 @dataclasses.dataclass(kw_only=True)
 class TrainingOptions:
     """Keyword-only, so that each script's options (a subclass) keep their own required fields
-    first.
+    first. The Runner reads its settings from these fields as they are."""
 
-    output_dir: checkpoints, summaries and results. init_checkpoint: starting weights (TF1,
-    safetensors or ours). steps_per_loop: the original iterations_per_loop. distribution_strategy,
-    tpu: see training.distribution. dtype: float32, mixed_bfloat16 or mixed_float16.
-    optimizer_type, weight_decay_rate, decay_after_warmup: see training.optimization. seed:
-    initialization, dropout and input order (None: not seeded).
-    """
+    # === The original flags ===
+    output_dir: str = option(help="Checkpoints, summaries and results go here.")
+    init_checkpoint: str | None = option(
+        None, help="Initial weights: an original TF1 checkpoint, safetensors or ours."
+    )
+    learning_rate: float = option(5e-5, help="Peak learning rate (Adam).")
+    save_checkpoints_steps: int = option(1000, help="Steps between checkpoints.")
+    iterations_per_loop: int = option(1000, help="Steps per tf.function call (= steps_per_loop).")
+    use_tpu: bool = option(False, help="Use a TPU (same as --distribution_strategy=tpu).")
+    tpu_name: str | None = option(None, help="TPU name or grpc:// address (same as --tpu).")
+    tpu_zone: str | None = option(
+        None, help="GCE zone of the TPU (for TPUClusterResolver; found when omitted)."
+    )
+    gcp_project: str | None = option(
+        None, help="GCP project of the TPU (for TPUClusterResolver; found when omitted)."
+    )
+    master: str | None = option(
+        None, help="With --use_tpu: the TPU's grpc:// address (the original's TF1 master)."
+    )
+    num_tpu_cores: int = option(8, help="Accepted for compatibility (the strategy finds them).")
+    # === TF2 flags ===
+    distribution_strategy: str = option(
+        "one_device", choices=STRATEGIES, help="tf.distribute strategy."
+    )
+    tpu: str | None = option(None, help="TPU name, grpc://host:port or local.")
+    steps_per_loop: int | None = option(
+        None, help="Steps per tf.function call (default: iterations_per_loop)."
+    )
+    dtype: str = option("float32", choices=DTYPES, help="Precision.")
+    optimizer_type: str = option(
+        "adamw",
+        choices=OPTIMIZER_TYPES,
+        help="adamw: the original AdamWeightDecay (no bias correction); adamw_torch: "
+        "bias-corrected AdamW as torch.optim.AdamW / Hugging Face; keras_adamw: "
+        "keras.optimizers.AdamW; lamb.",
+    )
+    decay_after_warmup: bool = option(
+        False,
+        help="Start the linear learning-rate decay at the end of warm-up, from the full "
+        "learning rate (Hugging Face's linear schedule). Default: the original's decay from "
+        "step 0, which peaks at learning_rate * (1 - warmup / steps).",
+    )
+    weight_decay_rate: float = option(0.01, help="Weight decay (not on LayerNorm and biases).")
+    keep_checkpoint_max: int = option(5, help="Checkpoints kept.")
+    log_steps: int = option(100, help="Steps between progress logs.")
+    gradient_accumulation_steps: int = option(
+        1,
+        help="Micro-batches per update: each update's --train_batch_size examples run as this "
+        "many micro-batches of train_batch_size / k, their gradients summed (the memory of one).",
+    )
+    enable_xla: bool = option(
+        False, help="Compile the train step with XLA (for GPU/TPU; no faster on CPU)."
+    )
+    seed: int | None = option(
+        None, help="Seed of initialization, dropout and input order (and task order)."
+    )
 
-    output_dir: str
-    init_checkpoint: str | None = None
-    learning_rate: float = 5e-5
-    save_checkpoints_steps: int = 1000
-    steps_per_loop: int = 1000
-    distribution_strategy: str = "one_device"
-    tpu: str | None = None
-    dtype: str = "float32"
-    optimizer_type: str = "adamw"
-    decay_after_warmup: bool = False
-    weight_decay_rate: float = 0.01
-    keep_checkpoint_max: int = 5
-    log_steps: int = 100
-    seed: int | None = None
+    def __post_init__(self):
+        # The original TPU flags, mapped onto the TF2 ones.
+        if self.steps_per_loop is None:
+            self.steps_per_loop = self.iterations_per_loop
+        if self.use_tpu:
+            self.distribution_strategy = "tpu"
+        self.tpu = self.tpu or self.tpu_name or (self.master if self.use_tpu else None)
+        if self.distribution_strategy not in STRATEGIES:
+            raise ValueError(
+                f"distribution_strategy must be one of {list(STRATEGIES)}, got "
+                f"{self.distribution_strategy!r}"
+            )
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {list(DTYPES)}, got {self.dtype!r}")
+        if self.gradient_accumulation_steps < 1:
+            raise ValueError(
+                f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}"
+            )

@@ -76,7 +76,8 @@ def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports,
     the module's layers, the module's own variables keep their exported values."""
     from official_bert.checkpoints.loading import read_bert_config
     from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
-    from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.registry import run_classifier
 
     data_dir = tmp_path / "data"
     data_dir.mkdir()

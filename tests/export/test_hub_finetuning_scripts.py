@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
-from official_bert.training.multitask_finetuning import MultiTaskOptions, run_multitask
-from official_bert.training.squad_finetuning import SquadOptions, run_squad
+from official_bert.tasks.multitask import MultiTaskOptions, run_multitask
+from official_bert.tasks.squad import SquadOptions, run_squad
 from tests.conftest import REPO_ROOT
 from tests.export.module_weights import assert_module_weights_moved
 from tests.tiny_data import write_tiny_task

@@ -19,8 +19,9 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import pretraining_loss, pretraining_loss_denominators
-from official_bert.training.runner import Runner, RunnerSettings
+from official_bert.tasks.pretraining_objective import pretraining_loss, pretraining_loss_denominators
+from official_bert.training.runner import Runner
+from official_bert.training.training_options import TrainingOptions
 
 from tests.conftest import synthetic_pretraining_examples
 
@@ -44,8 +45,9 @@ batch["masked_lm_weights"][:4] = 1.0  # the two replicas hold different numbers 
 def losses(strategy, output_dir):
     keras.utils.set_random_seed(1)
     runner = Runner(strategy, model_fn, lambda: create_optimizer(0.005, 10, 1, clip_norm=0.1),
-                    pretraining_loss, RunnerSettings(output_dir, num_train_steps=5, steps_per_loop=1,
+                    pretraining_loss, TrainingOptions(output_dir=output_dir, steps_per_loop=1,
                                                      save_checkpoints_steps=100, log_steps=100),
+                    num_train_steps=5,
                     loss_denominators_fn=pretraining_loss_denominators)
     def dataset_fn(context):
         size = context.get_per_replica_batch_size(B) if context else B
@@ -94,8 +96,9 @@ def losses(output_dir, num_train_steps):
     keras.utils.set_random_seed(1)
     runner = Runner(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), model_fn,
                     lambda: create_optimizer(0.005, 12, 1, clip_norm=1.0), pretraining_loss,
-                    RunnerSettings(output_dir, num_train_steps=num_train_steps, steps_per_loop=1,
+                    TrainingOptions(output_dir=output_dir, steps_per_loop=1,
                                    save_checkpoints_steps=1, log_steps=100),
+                    num_train_steps=num_train_steps,
                     loss_denominators_fn=pretraining_loss_denominators)
     runner.restore_or_initialize()
     def dataset_fn(context):

@@ -6,12 +6,13 @@ import pytest
 import tensorflow as tf
 
 from official_bert.models import BertEncoder, BertPretrainer
-from official_bert.training.optimization import create_optimizer
-from official_bert.training.pretraining_objective import (
+from official_bert.tasks.pretraining_objective import (
     pretraining_loss,
     pretraining_loss_denominators,
 )
-from official_bert.training.runner import Runner, RunnerSettings
+from official_bert.training.optimization import create_optimizer
+from official_bert.training.runner import Runner
+from official_bert.training.training_options import TrainingOptions
 from tests.conftest import synthetic_pretraining_examples
 
 SEQ, PREDICTIONS, VOCAB = 16, 4, 50
@@ -45,7 +46,7 @@ def make_runner(
     **settings,
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
-    optimizer (lr 0.01, no warm-up, clip 1.0); settings override RunnerSettings (3 steps, a loop
+    optimizer (lr 0.01, no warm-up, clip 1.0); settings override TrainingOptions (3 steps, a loop
     and a checkpoint per step). use_next_sentence_label=False: MLM only (the pooler unused)."""
     keras.utils.set_random_seed(1)
 
@@ -68,12 +69,14 @@ def make_runner(
 
     values = dict(num_train_steps=3, steps_per_loop=1, save_checkpoints_steps=1, log_steps=100)
     values.update(settings)
+    num_train_steps = values.pop("num_train_steps")
     return Runner(
         strategy or tf.distribute.OneDeviceStrategy("/cpu:0"),
         model_fn,
         optimizer_fn or (lambda: create_optimizer(0.01, 100, 0, clip_norm=1.0)),
         pretraining_loss,
-        RunnerSettings(str(output_dir), **values),
+        TrainingOptions(output_dir=str(output_dir), **values),
+        num_train_steps=num_train_steps,
         loss_denominators_fn=pretraining_loss_denominators if denominators else None,
     )
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from official_bert.checkpoints.loading import read_bert_config
-from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.registry import run_classifier
 from tests.conftest import REPO_ROOT, SHARED
 
 MRPC = SHARED / "data" / "glue" / "MRPC"

@@ -10,7 +10,8 @@ import tensorflow as tf
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.models import BertEncoder, FeatureBasedClassifier
-from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.registry import run_classifier
 from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
 
 STEPS = 16  # 64 examples / batch 8 * 2 epochs; checkpoints at 8 and 16

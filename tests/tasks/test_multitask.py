@@ -19,14 +19,14 @@ from official_bert.data.classification.multitask_dataset import (
     task_sampling_probabilities,
 )
 from official_bert.models import BertEncoder, MultiTaskClassifier
-from official_bert.training import multitask_finetuning
-from official_bert.training.classifier_objective import mean_eval_loss, regression_loss, softmax
-from official_bert.training.multitask_finetuning import (
+from official_bert.tasks import driver
+from official_bert.tasks.classification_objective import mean_eval_loss, regression_loss, softmax
+from official_bert.tasks.multitask import (
     MultiTaskOptions,
     load_task_classifier,
     run_multitask,
 )
-from official_bert.training.multitask_objective import multitask_loss_fn
+from official_bert.tasks.multitask_objective import multitask_loss_fn
 from tests.conftest import REPO_ROOT, random_inputs, tiny_encoder_kwargs
 from tests.tiny_data import write_tiny_task
 
@@ -322,7 +322,7 @@ def test_a_rerun_resumes_where_the_first_run_stopped(
     final = {task: load_task_classifier(str(first_dir), task) for task in ("cola", "sts-b")}
 
     at_start = {}
-    make_runner = multitask_finetuning.finetuning_runner
+    make_runner = driver.create_runner
 
     def recording_runner(*args, **kwargs):
         runner = make_runner(*args, **kwargs)
@@ -341,7 +341,7 @@ def test_a_rerun_resumes_where_the_first_run_stopped(
         runner.train = train_after_recording
         return runner
 
-    monkeypatch.setattr(multitask_finetuning, "finetuning_runner", recording_runner)
+    monkeypatch.setattr(driver, "create_runner", recording_runner)
     results = run_multitask(
         _options(tiny_checkpoint_dir, tiny_glue, output_dir, num_train_steps=30, do_eval=False)
     )

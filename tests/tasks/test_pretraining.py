@@ -18,8 +18,8 @@ from official_bert.data.pretraining.data_writer import (
 )
 from official_bert.data.pretraining.dataset import pretraining_dataset
 from official_bert.models import BertEncoder, BertPretrainer
-from official_bert.training.pretraining import PretrainingOptions, run_pretraining
-from official_bert.training.pretraining_objective import masked_lm_loss, pretraining_loss
+from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
+from official_bert.tasks.pretraining_objective import masked_lm_loss, pretraining_loss
 from tests.conftest import REPO_ROOT, SHARED
 
 TINY = dict(

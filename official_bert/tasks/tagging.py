@@ -10,32 +10,19 @@ from __future__ import annotations
 
 import os
 
-import keras
 import numpy as np
 from absl import logging
 
 from official_bert.config import write_text_atomically
-from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.tagging.examples import TaggedSentence, TaggingProcessor
+from official_bert.data.tagging.examples import TaggedSentence
 from official_bert.data.tagging.features import encode_tagged_sentences, word_predictions
 from official_bert.evaluation.tagging_metrics import tagging_metrics
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
-from official_bert.training.classifier_finetuning import (
-    ClassifierOptions,
-    initialize_model,
-    predict_records,
-    requested_split_records,
-    train_model,
-)
-from official_bert.training.classifier_objective import mean_eval_loss
-from official_bert.training.finetuning import (
-    create_encoder,
-    epoch_train_steps,
-    finetuning_runner,
-    start_finetuning,
-)
+from official_bert.tasks.classification import ClassificationTask, predict_records
+from official_bert.tasks.classification_objective import mean_eval_loss
+from official_bert.tasks.finetuning import create_encoder
+from official_bert.tasks.tagging_objective import tagging_loss, tagging_loss_denominators
 from official_bert.training.runner import write_eval_results
-from official_bert.training.tagging_objective import tagging_loss, tagging_loss_denominators
 
 
 def write_tagged_file(
@@ -65,9 +52,8 @@ def _predict_words(model, records, sentences, labels, batch_size, options, setup
     return logits, tags
 
 
-def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -> dict:
-    """Trains, evaluates and/or predicts a tagging task (called by run_classifier for a
-    TaggingProcessor's task).
+class TaggingTask(ClassificationTask):
+    """Token tagging on a TaggingProcessor's task (run_classifier.py --task_name=conll).
 
     Writes to output_dir: train/eval/predict .tf_record (reused while inputs and settings are
     unchanged), checkpoints (a rerun resumes), eval_results.txt ("key = value": eval_accuracy
@@ -77,51 +63,50 @@ def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -
     layout, and for frozen_scalar_mix scalar_mix_weights.json. Every word is tagged, also in
     sentences longer than max_seq_length (see data/tagging/features.py).
 
-    The raw-text serving SavedModel of classification is not written for tagging (export_dir is
-    ignored): its output is per wordpiece, which needs the word alignment done here.
-
-    Returns:
-      {"history": [(step, loss)], "eval": {...}, "predictions": per test sentence its tags,
-       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}.
+    No raw-text serving SavedModel (export_dir is ignored): the model's output is per
+    wordpiece, and the word alignment is done here in Python.
     """
-    labels = processor.get_labels()
-    setup = start_finetuning(options)
-    packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
-    train_records, eval_records, test_records = requested_split_records(
-        processor, packer, options, setup, encode_tagged_sentences
-    )
-    num_train_steps = 0
-    if train_records is not None:
-        num_train_steps = epoch_train_steps(train_records.num_examples, options)
 
-    def model_fn():
+    kind = "token tagging"
+    encode_examples = staticmethod(encode_tagged_sentences)
+
+    def build_model(self):
+        options = self.options
         encoder = create_encoder(options)
         if options.feature_mode == "finetune":
-            model = BertTokenTagger(encoder, num_tags=len(labels))
+            model = BertTokenTagger(encoder, num_tags=len(self.labels))
         else:
             model = FeatureBasedClassifier(
                 encoder,
-                num_classes=len(labels),
+                num_classes=len(self.labels),
                 features=options.feature_mode.removeprefix("frozen_"),
                 per_token=True,
             )
         model.build()
         return model
 
-    runner = finetuning_runner(
-        options, setup, model_fn, tagging_loss, num_train_steps, tagging_loss_denominators
-    )
-    runner.restore_or_initialize(lambda model: initialize_model(model, options))
-    results: dict = {"history": []}
-    if train_records is not None:
-        results.update(train_model(runner, train_records, num_train_steps, options, setup))
-        if options.export_dir:
-            logging.warning("export_dir is ignored for tagging tasks (no serving model)")
+    def loss_fn(self):
+        return tagging_loss
 
-    if eval_records is not None:
-        sentences = processor.get_examples("dev")
+    def loss_denominators_fn(self):
+        return tagging_loss_denominators
+
+    def export(self, runner) -> None:
+        if self.options.export_dir:
+            logging.warning("export_dir is ignored for tagging tasks (no serving model)")
+        return None
+
+    def evaluate(self, runner) -> dict:
+        options, labels = self.options, self.labels
+        sentences = self.processor.get_examples("dev")
         logits, predicted = _predict_words(
-            runner.model, eval_records, sentences, labels, options.eval_batch_size, options, setup
+            runner.model,
+            self.records["dev"],
+            sentences,
+            labels,
+            options.eval_batch_size,
+            options,
+            self.setup,
         )
         metrics = tagging_metrics([list(s.tags) for s in sentences], predicted, labels)
         eval_results = {f"eval_{name}": value for name, value in metrics.items()}
@@ -137,21 +122,21 @@ def run_token_tagging(options: ClassifierOptions, processor: TaggingProcessor) -
         write_tagged_file(
             os.path.join(options.output_dir, "eval_predictions.txt"), sentences, predicted, True
         )
-        results["eval"] = eval_results
-    if test_records is not None:
-        sentences = processor.get_examples("test")
+        return {"eval": eval_results}
+
+    def predict(self, runner) -> dict:
+        options = self.options
+        sentences = self.processor.get_examples("test")
         _, predicted = _predict_words(
             runner.model,
-            test_records,
+            self.records["test"],
             sentences,
-            labels,
+            self.labels,
             options.predict_batch_size,
             options,
-            setup,
+            self.setup,
         )
         path = os.path.join(options.output_dir, "test_predictions.txt")
         write_tagged_file(path, sentences, predicted, with_gold=False)
         logging.info("Wrote the tags of %d test sentences to %s", len(sentences), path)
-        results["predictions"] = predicted
-    keras.backend.clear_session()
-    return results
+        return {"predictions": predicted}

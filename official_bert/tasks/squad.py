@@ -5,13 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 
-import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert.config import BertConfig, check_vocab_matches_config, write_text_atomically
+from official_bert.config import check_vocab_matches_config, write_text_atomically
 from official_bert.data.squad.dataset import squad_dataset
 from official_bert.data.squad.examples import load_squad_json, read_squad_examples
 from official_bert.data.squad.features import (
@@ -31,56 +29,60 @@ from official_bert.evaluation.squad_scoring import (
     tune_no_answer_threshold,
 )
 from official_bert.models import BertSpanLabeler
-from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
-from official_bert.training.finetuning import (
+from official_bert.option_flags import option
+from official_bert.tasks.driver import run_task
+from official_bert.tasks.finetuning import (
+    FinetuningOptions,
+    FinetuningTask,
+    check_sequence_length,
     create_encoder,
     epoch_train_steps,
-    finetuning_runner,
-    initialize_weights,
-    start_finetuning,
     train_dataset_fn,
     validate_init_source,
 )
+from official_bert.tasks.squad_objective import squad_loss_fn
+from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 from official_bert.training.prediction import predict
-from official_bert.training.squad_objective import squad_loss_fn
-from official_bert.training.training_options import TrainingOptions
 
 
-@dataclasses.dataclass
-class SquadOptions(TrainingOptions):
+@dataclasses.dataclass(kw_only=True)
+class SquadOptions(FinetuningOptions):
     """The settings of run_squad.py (original flag names and defaults, then the TF2 ones),
-    beside the shared ones of TrainingOptions."""
+    beside FinetuningOptions' (whose dev-set evaluation flags SQuAD does not use: predicting
+    predict_file scores it when it has answers)."""
 
-    bert_config: BertConfig | None  # None only with eval_only
-    vocab_file: str | None
-    train_file: str | None = None
-    predict_file: str | None = None
-    do_lower_case: bool = True
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    do_train: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    predict_batch_size: int = 8
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    verbose_logging: bool = False
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: float = 0.0
-    # Cut each training batch to its longest window (same loss, faster; never on TPUs).
-    trim_padding: bool = True
-    # v2.0: re-write the predictions with the threshold that gives the best F1 on predict_file
-    # (reported in eval_results.json under "tuned" either way).
-    tune_null_threshold: bool = False
-    # Only score output_dir/predictions.json (and null_odds.json) against predict_file.
-    eval_only: bool = False
-    bert_config_file: str | None = None  # only for error messages
-    # An exported encoder (export_tfhub.py --export_type=model) to fine-tune instead of
-    # bert_config + init_checkpoint; its weights are the starting point.
-    hub_module_handle: str | None = None
+    # === The original flags ===
+    train_file: str | None = option(None, help="SQuAD JSON for training, e.g. train-v1.1.json.")
+    predict_file: str | None = option(None, help="SQuAD JSON for predictions, e.g. dev-v1.1.json.")
+    max_seq_length: int = option(384, help="Wordpieces per window, question included.")
+    doc_stride: int = option(128, help="Wordpieces between the starts of two windows.")
+    max_query_length: int = option(64, help="Question wordpieces kept (the rest is cut).")
+    do_predict: bool = option(False, help="Whether to predict predict_file.")
+    n_best_size: int = option(20, help="Candidates in nbest_predictions.json.")
+    max_answer_length: int = option(30, help="Longest answer, in wordpieces.")
+    verbose_logging: bool = option(
+        False, help="Log answers that cannot be mapped back to the text."
+    )
+    version_2_with_negative: bool = option(False, help="SQuAD v2.0: questions may have no answer.")
+    null_score_diff_threshold: float = option(
+        0.0, help="v2.0: no answer when null - best span > this."
+    )
+    # === TF2 flags ===
+    tune_null_threshold: bool = option(
+        False,
+        help="v2.0: re-write predictions.json with the null_score_diff_threshold that gives the "
+        "best F1 on predict_file (reported in eval_results.json either way).",
+    )
+    eval_only: bool = option(
+        False, help="Only score output_dir/predictions.json against predict_file."
+    )
+    # Not SQuAD's: a dev-set evaluation is predict_file's scoring.
+    do_eval: bool = option(False, flag=False)
+    eval_batch_size: int = option(8, flag=False)
+    max_train_examples: int = option(0, flag=False)
+
+    def needs_model(self) -> bool:
+        return not self.eval_only
 
 
 def validate_squad_options(options: SquadOptions) -> None:
@@ -100,12 +102,7 @@ def validate_squad_options(options: SquadOptions) -> None:
         needed = options.do_train if name == "train_file" else options.do_predict
         if needed and not tf.io.gfile.exists(path):
             raise FileNotFoundError(f"--{name}={path}: no such file")
-    if options.max_seq_length > options.bert_config.max_position_embeddings:
-        raise ValueError(
-            f"Cannot use sequence length {options.max_seq_length} because the BERT model was only "
-            f"trained up to sequence length {options.bert_config.max_position_embeddings} "
-            "(max_position_embeddings)"
-        )
+    check_sequence_length(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
@@ -177,99 +174,96 @@ def evaluate_existing_predictions(options: SquadOptions) -> dict:
     return results
 
 
-def run_squad(options: SquadOptions) -> dict:
-    """Trains and/or predicts as the original run_squad.py, then scores.
+class SquadTask(FinetuningTask):
+    """SQuAD v1.1 / v2.0 span extraction, as the original run_squad.py.
 
     Writes to output_dir: train.tf_record (reused while the data and settings are unchanged) and
     eval.tf_record, checkpoints (a rerun resumes), TensorBoard summaries, predictions.json,
     nbest_predictions.json, null_odds.json (v2.0) and, when predict_file has answers,
     eval_results.json (the official script's keys; v2.0 adds "null_score_diff_threshold", the
     one the predictions were made with, and "tuned": the scores at the best-F1 threshold).
-
-    Returns:
-      {"history": [(step, loss)], "predictions": SquadPredictions, "eval": {...}} (the keys that
-      apply).
     """
-    validate_squad_options(options)
-    tf.io.gfile.makedirs(options.output_dir)
-    if options.eval_only:
-        return {"eval": evaluate_existing_predictions(options)}
-    setup = start_finetuning(options)
-    tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
 
-    # Read both files before training, so bad data fails fast.
-    train_records = None
-    if options.do_train:
-        train_records = prepare_squad_train_records(
-            options.train_file,
-            os.path.join(options.output_dir, "train.tf_record"),
-            options.vocab_file,
-            options.do_lower_case,
-            options.max_seq_length,
-            options.doc_stride,
-            options.max_query_length,
-            options.version_2_with_negative,
-        )
-    predict_examples = predict_features = None
-    if options.do_predict:
-        predict_examples = read_squad_examples(
-            options.predict_file, False, options.version_2_with_negative
-        ).examples
-        predict_features = convert_examples_to_features(
-            predict_examples,
-            tokenizer,
-            options.max_seq_length,
-            options.doc_stride,
-            options.max_query_length,
-            is_training=False,
-        )
-        eval_path = os.path.join(options.output_dir, "eval.tf_record")
-        write_squad_records(predict_features, eval_path, is_training=False)
-        logging.info(
-            "Prediction: %d examples, %d features", len(predict_examples), len(predict_features)
-        )
+    def __init__(self, options: SquadOptions):
+        super().__init__(options)
+        self.train_records = None
+        self.predict_examples = self.predict_features = None
+        self.eval_path = os.path.join(options.output_dir, "eval.tf_record")
 
-    num_train_steps = 0
-    if train_records is not None:
-        # As the original: steps from the number of examples (questions), not of windows.
-        num_train_steps = epoch_train_steps(train_records.num_examples, options)
+    def validate(self) -> None:
+        validate_squad_options(self.options)
 
-    def model_fn():
-        model = BertSpanLabeler(create_encoder(options))
+    def tpu_paths(self) -> dict[str, str | None]:
+        return {"output_dir": self.options.output_dir}
+
+    def prepare(self, strategy) -> None:
+        super().prepare(strategy)
+        options = self.options
+        # Read both files before training, so bad data fails fast.
+        if options.do_train:
+            self.train_records = prepare_squad_train_records(
+                options.train_file,
+                os.path.join(options.output_dir, "train.tf_record"),
+                options.vocab_file,
+                options.do_lower_case,
+                options.max_seq_length,
+                options.doc_stride,
+                options.max_query_length,
+                options.version_2_with_negative,
+            )
+            # As the original: steps from the number of examples (questions), not of windows.
+            self.num_train_steps = epoch_train_steps(self.train_records.num_examples, options)
+            logging.info(
+                "Training: %d examples (%d windows), batch %d, %d steps (%d warm-up)",
+                self.train_records.num_examples,
+                self.train_records.num_features,
+                options.train_batch_size,
+                self.num_train_steps,
+                self.num_warmup_steps(),
+            )
+        if options.do_predict:
+            tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
+            self.predict_examples = read_squad_examples(
+                options.predict_file, False, options.version_2_with_negative
+            ).examples
+            self.predict_features = convert_examples_to_features(
+                self.predict_examples,
+                tokenizer,
+                options.max_seq_length,
+                options.doc_stride,
+                options.max_query_length,
+                is_training=False,
+            )
+            write_squad_records(self.predict_features, self.eval_path, is_training=False)
+            logging.info(
+                "Prediction: %d examples, %d features",
+                len(self.predict_examples),
+                len(self.predict_features),
+            )
+
+    def build_model(self):
+        model = BertSpanLabeler(create_encoder(self.options))
         model.build()
         return model
 
-    runner = finetuning_runner(options, setup, model_fn, squad_loss_fn, num_train_steps)
-    # The span head is new unless the checkpoint was fine-tuned on SQuAD already.
-    runner.restore_or_initialize(lambda model: initialize_weights(model, options))
-    results: dict = {"history": []}
-    if train_records is not None:
-        logging.info(
-            "Training: %d examples (%d windows), batch %d, %d steps (%d warm-up)",
-            train_records.num_examples,
-            train_records.num_features,
-            options.train_batch_size,
-            num_train_steps,
-            int(num_train_steps * options.warmup_proportion),
+    def loss_fn(self):
+        return squad_loss_fn
+
+    def train_dataset(self, input_context):
+        return train_dataset_fn(squad_dataset, self.train_records.path, self.options, self.setup)(
+            input_context
         )
 
-        start = time.time()
-        results["history"] = runner.train(
-            train_dataset_fn(squad_dataset, train_records.path, options, setup),
-            options.train_batch_size,
-        )
-        results["train_seconds"] = time.time() - start
-
-    if predict_features is not None:
-        start = time.time()
+    def predict(self, runner) -> dict:
+        options = self.options
         dataset = squad_dataset(
-            eval_path, options.predict_batch_size, options.max_seq_length, is_training=False
+            self.eval_path, options.predict_batch_size, options.max_seq_length, is_training=False
         )
-        outputs = predict(setup.strategy, runner.model, dataset, keep=("unique_ids",))
+        outputs = predict(self.strategy, runner.model, dataset, keep=("unique_ids",))
         unique_ids = [int(unique_id) for unique_id in outputs["unique_ids"]]
         predictions = postprocess_predictions(
-            predict_examples,
-            predict_features,
+            self.predict_examples,
+            self.predict_features,
             dict(zip(unique_ids, outputs["start_logits"], strict=True)),
             dict(zip(unique_ids, outputs["end_logits"], strict=True)),
             n_best_size=options.n_best_size,
@@ -279,13 +273,26 @@ def run_squad(options: SquadOptions) -> dict:
             null_score_diff_threshold=options.null_score_diff_threshold,
             verbose_logging=options.verbose_logging,
         )
-        results["predict_seconds"] = time.time() - start
         write_prediction_files(options.output_dir, predictions)
-        results["predictions"] = predictions
+        results = {"predictions": predictions}
         if _has_answers(options.predict_file):
             results["eval"] = _score_and_tune(options, predictions)
-    keras.backend.clear_session()
-    return results
+        return results
+
+
+def run_squad(options: SquadOptions) -> dict:
+    """Trains and/or predicts as the original run_squad.py, then scores (see SquadTask); with
+    eval_only, scores output_dir/predictions.json only.
+
+    Returns:
+      {"history": [(step, loss)], "predictions": SquadPredictions, "eval": {...}} (the keys that
+      apply).
+    """
+    if options.eval_only:
+        validate_squad_options(options)
+        tf.io.gfile.makedirs(options.output_dir)
+        return {"eval": evaluate_existing_predictions(options)}
+    return run_task(SquadTask(options))
 
 
 def _score_and_tune(options: SquadOptions, predictions) -> dict:

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from official_bert.config import BertConfig
-from official_bert.training.squad_finetuning import SquadOptions, run_squad
+from official_bert.tasks.squad import SquadOptions, run_squad
 from tests.conftest import SHARED
 
 SQUAD = SHARED / "data" / "squad"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from official_bert.training.classifier_objective import classification_loss, regression_loss
+from official_bert.tasks.classification_objective import classification_loss, regression_loss
 
 
 def multitask_loss_fn(task_names: Sequence[str], task_is_regression: Sequence[bool]):

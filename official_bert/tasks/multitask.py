@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 
-import keras
 import numpy as np
 from absl import logging
 
@@ -49,23 +47,26 @@ from official_bert.data.classification.multitask_dataset import (
 )
 from official_bert.models import BertClassifier, BertEncoder, MultiTaskClassifier
 from official_bert.models.multitask_classifier import head_attribute
-from official_bert.training.classifier_finetuning import (
-    FinetuningOptions,
+from official_bert.option_flags import option
+from official_bert.tasks.classification import (
+    ClassificationTask,
     evaluate_classifier,
     predict_records,
     split_records,
-    validate_finetuning_options,
     write_test_results,
 )
-from official_bert.training.finetuning import (
+from official_bert.tasks.driver import run_task
+from official_bert.tasks.finetuning import (
+    FinetuningOptions,
+    FinetuningTask,
     create_encoder,
     epoch_train_steps,
-    finetuning_runner,
     initialize_weights,
-    start_finetuning,
     train_dataset_fn,
+    validate_finetuning_options,
 )
-from official_bert.training.multitask_objective import multitask_loss_fn
+from official_bert.tasks.multitask_objective import multitask_loss_fn
+from official_bert.tasks.registry import task_class_for_processor
 from official_bert.training.runner import write_eval_results
 
 # The name of a task's head checkpoint in output_dir/<task>/.
@@ -77,15 +78,30 @@ class MultiTaskOptions(FinetuningOptions):
     """The settings of run_multitask.py: run_classifier.py's shared ones, and the tasks.
 
     task_names[i] reads data_dirs[i] (GLUE's layout: each task's own folder with train.tsv,
-    dev.tsv and, for do_predict, test.tsv). num_train_steps None trains num_train_epochs over all tasks' examples together,
+    dev.tsv and, for do_predict, test.tsv). num_train_steps None trains num_train_epochs over
+    all tasks' examples together,
     int(num_train_epochs * sum(n_i) / train_batch_size) steps; each step's task is drawn with
     probability proportional to n_i ** (1 / sampling_temperature).
     """
 
-    task_names: list[str]
-    data_dirs: list[str]
-    sampling_temperature: float = 1.0
-    num_train_steps: int | None = None
+    task_names: list[str] = option(
+        help="The tasks, comma-separated: each a run_classifier.py classification task name."
+    )
+    data_dirs: list[str] = option(
+        help="Each task's folder (train.tsv, dev.tsv; test.tsv for --do_predict), "
+        "comma-separated, in task order."
+    )
+    sampling_temperature: float = option(
+        1.0,
+        help="A step trains task i with probability proportional to n_i ** (1 / T), n_i its "
+        "training examples: 1 samples in proportion to the data, a large T (e.g. 100) nearly "
+        "uniformly.",
+    )
+    num_train_steps: int | None = option(
+        None,
+        help="Training steps over all tasks (default: num_train_epochs * total examples / "
+        "batch size).",
+    )
 
 
 def task_directory(output_dir: str, task_name: str) -> str:
@@ -139,109 +155,109 @@ class _Task:
         return 1 if self.is_regression else len(self.labels)
 
 
-def run_multitask(options: MultiTaskOptions) -> dict:
-    """Trains one encoder with a head per task, evaluates each task on its dev set and/or
-    predicts each task's test set.
+class MultiTaskTask(FinetuningTask):
+    """One encoder with a head per task: each training step reads one task's batch (tasks drawn
+    as MultiTaskOptions says, the sequence fixed by --seed) and updates the encoder and that
+    task's head with its loss (cross-entropy, or mean squared error for regression tasks such
+    as STS-B). Evaluates each task on its dev set and/or predicts each task's test set. Outputs:
+    see the module docstring."""
 
-    Each training step reads one task's batch (tasks drawn as MultiTaskOptions says, the
-    sequence fixed by --seed) and updates the encoder and that task's head with its loss
-    (cross-entropy, or mean squared error for regression tasks such as STS-B). Outputs: see the
-    module docstring.
+    def __init__(self, options: MultiTaskOptions):
+        super().__init__(options)
+        self.tasks: list[_Task] = []
+        self.probabilities: list[float] = []
 
-    Returns:
-      {"history": [(step, loss)], "num_train_steps": int, "probabilities": {task: p},
-       "eval": {task: {eval_<metric>: value}}, "predictions": {task: the rows of its
-       test_results.tsv, [test examples, num_classes] (probabilities) or [test examples, 1]
-       (scores)}, "train_seconds": float}.
-    """
-    validate_multitask_options(options)
-    tasks = [
-        _Task(name, get_processor(name, data_dir), task_directory(options.output_dir, name))
-        for name, data_dir in zip(options.task_names, options.data_dirs, strict=True)
-    ]
-    for task in tasks:
-        if not isinstance(task.processor, DataProcessor):
-            raise ValueError(
-                f"--task_names: {task.name!r} is a token tagging task; run_multitask.py trains "
-                "sentence (pair) classification and regression heads. Tag with run_classifier.py "
-                f"--task_name={task.name}."
-            )
-    setup = start_finetuning(options)
-    packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
-    splits = {"train": options.train_batch_size} if options.do_train else {}
-    if options.do_eval:
-        splits["dev"] = options.eval_batch_size
-    if options.do_predict:
-        splits["test"] = options.predict_batch_size
-    # Read every split that is asked for before training, so bad data fails fast.
-    for task in tasks:
-        for split, batch_size in splits.items():
-            task.records[split] = split_records(
-                task.processor, split, packer, task.directory, options, batch_size, setup
-            )
+    def validate(self) -> None:
+        options = self.options
+        validate_multitask_options(options)
+        self.tasks = [
+            _Task(name, get_processor(name, data_dir), task_directory(options.output_dir, name))
+            for name, data_dir in zip(options.task_names, options.data_dirs, strict=True)
+        ]
+        for task in self.tasks:
+            task_class = task_class_for_processor(task.processor)
+            if task_class is not ClassificationTask:
+                raise ValueError(
+                    f"--task_names: {task.name!r} is a {task_class.kind} task; run_multitask.py "
+                    "trains sentence (pair) classification and regression heads. Run it with "
+                    f"run_classifier.py --task_name={task.name}."
+                )
 
-    results: dict = {"history": [], "num_train_steps": 0, "probabilities": {}}
-    num_train_steps = 0
-    if options.do_train:
-        sizes = [task.records["train"].num_examples for task in tasks]
-        num_train_steps = options.num_train_steps or epoch_train_steps(sum(sizes), options)
-        probabilities = task_sampling_probabilities(sizes, options.sampling_temperature)
-        results["num_train_steps"] = num_train_steps
-        results["probabilities"] = dict(zip(options.task_names, probabilities, strict=True))
-        for task, size, probability in zip(tasks, sizes, probabilities, strict=True):
-            logging.info(
-                "Task %s: %d training examples, probability %.4f, about %.0f of %d steps",
-                task.name,
-                size,
-                probability,
-                probability * num_train_steps,
-                num_train_steps,
-            )
+    def prepare(self, strategy) -> None:
+        super().prepare(strategy)
+        options = self.options
+        packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
+        splits = {"train": options.train_batch_size} if options.do_train else {}
+        if options.do_eval:
+            splits["dev"] = options.eval_batch_size
+        if options.do_predict:
+            splits["test"] = options.predict_batch_size
+        # Read every split that is asked for before training, so bad data fails fast.
+        for task in self.tasks:
+            for split, batch_size in splits.items():
+                task.records[split] = split_records(
+                    task.processor, split, packer, task.directory, options, batch_size, self.setup
+                )
+        if options.do_train:
+            sizes = [task.records["train"].num_examples for task in self.tasks]
+            self.num_train_steps = options.num_train_steps or epoch_train_steps(sum(sizes), options)
+            self.probabilities = task_sampling_probabilities(sizes, options.sampling_temperature)
+            for task, size, probability in zip(self.tasks, sizes, self.probabilities, strict=True):
+                logging.info(
+                    "Task %s: %d training examples, probability %.4f, about %.0f of %d steps",
+                    task.name,
+                    size,
+                    probability,
+                    probability * self.num_train_steps,
+                    self.num_train_steps,
+                )
 
-    def model_fn():
-        encoder = create_encoder(options)
-        model = MultiTaskClassifier(encoder, {task.name: task.num_classes for task in tasks})
+    def build_model(self):
+        encoder = create_encoder(self.options)
+        model = MultiTaskClassifier(encoder, {task.name: task.num_classes for task in self.tasks})
         model.build()
         return model
 
-    loss_fn = multitask_loss_fn(
-        [task.name for task in tasks], [task.is_regression for task in tasks]
-    )
-    runner = finetuning_runner(options, setup, model_fn, loss_fn, num_train_steps)
-    # The heads are new; only the encoder comes from init_checkpoint (any layout, also a
-    # fine-tuned classifier's or an earlier multi-task run's) or from hub_module_handle.
-    runner.restore_or_initialize(lambda model: initialize_weights(model, options, model.encoder))
+    def loss_fn(self):
+        return multitask_loss_fn(
+            [task.name for task in self.tasks], [task.is_regression for task in self.tasks]
+        )
 
-    if options.do_train:
+    def initialize(self, model) -> None:
+        # The heads are new; only the encoder comes from init_checkpoint (any layout, also a
+        # fine-tuned classifier's or an earlier multi-task run's) or from hub_module_handle.
+        initialize_weights(model, self.options, model.encoder)
+
+    def train_dataset(self, input_context):
+        options = self.options
         # Without --seed the task sequence is still fixed (seed 0), so that every worker of a
         # multi-worker run draws the same task at each step.
         sampler_seed = 0 if options.seed is None else options.seed
-        task_dataset_fns = [
-            train_dataset_fn(classifier_dataset, task.records["train"].path, options, setup)
-            for task in tasks
-        ]
+        return multitask_dataset(
+            [
+                train_dataset_fn(
+                    classifier_dataset, task.records["train"].path, options, self.setup
+                )(input_context)
+                for task in self.tasks
+            ],
+            self.probabilities,
+            sampler_seed,
+            input_context,
+        )
 
-        def multitask_dataset_fn(input_context):
-            return multitask_dataset(
-                [dataset_fn(input_context) for dataset_fn in task_dataset_fns],
-                probabilities,
-                sampler_seed,
-                input_context,
-            )
-
-        start = time.time()
-        results["history"] = runner.train(multitask_dataset_fn, options.train_batch_size)
-        results["train_seconds"] = time.time() - start
+    def after_training(self, runner) -> dict:
         if runner.is_chief:
-            _write_original_layout(runner.model, tasks, options)
+            _write_original_layout(runner.model, self.tasks, self.options)
+        return {}
 
-    if options.do_eval:
-        results["eval"] = {}
-        for task in tasks:
+    def evaluate(self, runner) -> dict:
+        options = self.options
+        results = {}
+        for task in self.tasks:
             outputs = predict_records(
-                runner.model, task.records["dev"], options.eval_batch_size, options, setup
+                runner.model, task.records["dev"], options.eval_batch_size, options, self.setup
             )
-            results["eval"][task.name] = evaluate_classifier(
+            results[task.name] = evaluate_classifier(
                 task.name,
                 outputs[task.name],
                 outputs["label_ids"],
@@ -251,24 +267,43 @@ def run_multitask(options: MultiTaskOptions) -> dict:
             )
         summary = {
             f"{task}/{key}": value
-            for task, values in results["eval"].items()
+            for task, values in results.items()
             for key, value in values.items()
         }
         write_eval_results(
             os.path.join(options.output_dir, "eval_results.txt"), summary, runner.step
         )
-    if options.do_predict:
-        results["predictions"] = {}
-        for task in tasks:
+        return {"eval": results}
+
+    def predict(self, runner) -> dict:
+        options = self.options
+        predictions = {}
+        for task in self.tasks:
             outputs = predict_records(
-                runner.model, task.records["test"], options.predict_batch_size, options, setup
+                runner.model, task.records["test"], options.predict_batch_size, options, self.setup
             )
-            results["predictions"][task.name] = write_test_results(
+            predictions[task.name] = write_test_results(
                 os.path.join(task.directory, "test_results.tsv"),
                 outputs[task.name],
                 task.is_regression,
             )
-    keras.backend.clear_session()
+        return {"predictions": predictions}
+
+
+def run_multitask(options: MultiTaskOptions) -> dict:
+    """Trains one encoder with a head per task, evaluates each task on its dev set and/or
+    predicts each task's test set (see MultiTaskTask).
+
+    Returns:
+      {"history": [(step, loss)], "num_train_steps": int, "probabilities": {task: p},
+       "eval": {task: {eval_<metric>: value}}, "predictions": {task: the rows of its
+       test_results.tsv, [test examples, num_classes] (probabilities) or [test examples, 1]
+       (scores)}, "train_seconds": float}.
+    """
+    task = MultiTaskTask(options)
+    results = run_task(task)
+    results["num_train_steps"] = task.num_train_steps
+    results["probabilities"] = dict(zip(options.task_names, task.probabilities, strict=False))
     return results
 
 

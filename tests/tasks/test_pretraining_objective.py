@@ -1,7 +1,7 @@
 import numpy as np
 import tensorflow as tf
 
-from official_bert.training.pretraining_objective import (
+from official_bert.tasks.pretraining_objective import (
     PretrainingMetrics,
     left_to_right_lm_loss,
     left_to_right_loss,

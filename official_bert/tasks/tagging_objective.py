@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.training.pretraining_objective import masked_lm_loss
+from official_bert.tasks.pretraining_objective import masked_lm_loss
 
 
 def tagging_loss_denominators(batch: dict) -> dict:

@@ -10,7 +10,8 @@ import pytest
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.models import BertEncoder
-from official_bert.training.classifier_finetuning import ClassifierOptions, run_classifier
+from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.registry import run_classifier
 from tests.conftest import REPO_ROOT
 from tests.tiny_data import write_tiny_checkpoint, write_tiny_tagging_task
 

@@ -17,9 +17,10 @@ from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.classification.examples import get_processor
 from official_bert.data.classification.features import encode_classifier_examples
 from official_bert.models import BertClassifier, BertEncoder
-from official_bert.training.classifier_objective import classifier_loss_fn
+from official_bert.tasks.classification_objective import classifier_loss_fn
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.runner import Runner, RunnerSettings
+from official_bert.training.runner import Runner
+from official_bert.training.training_options import TrainingOptions
 from tests.conftest import SHARED
 
 FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "hf_finetuning_trajectory.json"
@@ -77,13 +78,13 @@ def train_losses(minilm_dir, batches, output_dir, **optimizer_options):
         model_fn,
         optimizer_fn,
         classifier_loss_fn(is_regression=False),
-        RunnerSettings(
-            str(output_dir),
-            num_train_steps=RECIPE["num_train_steps"],
+        TrainingOptions(
+            output_dir=str(output_dir),
             steps_per_loop=1,
             save_checkpoints_steps=1000,
             log_steps=1000,
         ),
+        num_train_steps=RECIPE["num_train_steps"],
     )
     history = runner.train(dataset_fn, RECIPE["batch_size"])
     return np.array([loss for _, loss in history])

@@ -1,0 +1,368 @@
+"""Sentence (pair) classification: GLUE, XNLI, or any TSV/CSV (the original run_classifier.py).
+
+ClassificationTask fine-tunes a BertClassifier (or, with a frozen_* feature_mode, a head over a
+frozen encoder) on a DataProcessor's task and writes the original outputs: eval_results.txt,
+test_results.tsv, and after training a raw-text serving SavedModel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+from absl import logging
+
+from official_bert.config import write_text_atomically
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.classification.dataset import classifier_dataset
+from official_bert.data.classification.examples import DataProcessor
+from official_bert.data.classification.features import (
+    ClassifierRecords,
+    encode_classifier_examples,
+    prepare_classifier_records,
+)
+from official_bert.evaluation.glue_metrics import glue_metrics
+from official_bert.export.classifier_serving import export_classifier_serving_model
+from official_bert.models import BertClassifier, FeatureBasedClassifier
+from official_bert.option_flags import option
+from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
+from official_bert.tasks.classification_objective import (
+    classifier_loss_fn,
+    mean_eval_loss,
+    softmax,
+)
+from official_bert.tasks.finetuning import (
+    FinetuningOptions,
+    FinetuningSetup,
+    FinetuningTask,
+    create_encoder,
+    epoch_train_steps,
+    initialize_weights,
+    train_dataset_fn,
+    validate_finetuning_options,
+)
+from official_bert.training.prediction import predict
+from official_bert.training.runner import Runner, write_eval_results
+
+# --feature_mode: "finetune" trains the whole BertClassifier (the original run_classifier.py);
+# "frozen_<features>" trains a FeatureBasedClassifier over a frozen encoder, <features> one of
+# models.feature_based_classifier.FEATURES.
+FEATURE_MODES = ("finetune", "frozen_last", "frozen_concat_last4", "frozen_scalar_mix")
+
+
+@dataclasses.dataclass(kw_only=True)
+class ClassifierOptions(FinetuningOptions):
+    """The settings of run_classifier.py: one task (a classification or a tagging one)."""
+
+    # === The original flags of one task ===
+    task_name: str = option(help="The task: a GLUE name, xnli, generic or conll.")
+    data_dir: str = option(help="The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
+    # === TF2 flags ===
+    feature_mode: str = option(
+        "finetune",
+        choices=FEATURE_MODES,
+        help="finetune: train the whole model (the original). frozen_last / "
+        "frozen_concat_last4 / frozen_scalar_mix: keep the encoder frozen (dropout off) and "
+        "train a head on the [CLS] vector (each token's vector for tagging) of the last layer / "
+        "of the last 4 layers concatenated / of a learned ScalarMix of all layers (written to "
+        "output_dir/scalar_mix_weights.json).",
+    )
+    export_dir: str | None = option(
+        None,
+        help="Raw-text serving SavedModel (default output_dir/serving_model; '' skips).",
+    )
+    # === The generic task (--task_name=generic), conll and XNLI ===
+    text_a_column: str = option("0", help="generic: index or header name of the first text.")
+    text_b_column: str | None = option(
+        None, help="generic: index or name of the second text, if any."
+    )
+    label_column: str = option(
+        "-1", help="generic: index or header name of the label; conll: the tag's column."
+    )
+    labels: list[str] | None = option(
+        None, help="generic, conll: the label (tag) names (default: those of train)."
+    )
+    is_regression: bool = option(False, help="generic: the label is a number.")
+    has_header: bool = option(True, help="generic: the files start with a header line.")
+    xnli_language: str = option("zh", help="xnli: the language to train and evaluate.")
+    # Keyword arguments of the task's processor; by default those of the flags above that the
+    # task reads (see processor_arguments).
+    processor_kwargs: dict | None = option(None, flag=False)
+
+    def processor_arguments(self) -> dict:
+        """The keyword arguments of the task's processor: processor_kwargs when given, else the
+        options of the generic task, XNLI or conll that apply to task_name."""
+        if self.processor_kwargs is not None:
+            return dict(self.processor_kwargs)
+        task = self.task_name.lower()
+        if task == "generic":
+            return dict(
+                text_a_column=self.text_a_column,
+                text_b_column=self.text_b_column,
+                label_column=self.label_column,
+                labels=self.labels,
+                is_regression=self.is_regression,
+                has_header=self.has_header,
+            )
+        if task == "xnli":
+            return dict(language=self.xnli_language)
+        if task == "conll":
+            return dict(label_column=self.label_column, labels=self.labels)
+        return {}
+
+
+def validate_classifier_options(options: ClassifierOptions) -> None:
+    """The original run_classifier.py checks, each naming the flag at fault."""
+    validate_finetuning_options(options)
+    if options.feature_mode not in FEATURE_MODES:
+        raise ValueError(
+            f"`feature_mode` must be one of {list(FEATURE_MODES)}, got {options.feature_mode!r}"
+        )
+    if options.feature_mode == "frozen_concat_last4" and options.bert_config.num_hidden_layers < 4:
+        raise ValueError(
+            "`feature_mode=frozen_concat_last4` needs at least 4 encoder layers; "
+            f"num_hidden_layers is {options.bert_config.num_hidden_layers}"
+        )
+
+
+# The records of each split, by the names of the original run_classifier.py.
+RECORD_FILES = {"train": "train.tf_record", "dev": "eval.tf_record", "test": "predict.tf_record"}
+
+
+def split_records(
+    processor: DataProcessor,
+    split: str,
+    packer: BertInputPacker,
+    directory: str,
+    options: FinetuningOptions,
+    batch_size: int,
+    setup: FinetuningSetup,
+    encode_examples=encode_classifier_examples,
+) -> ClassifierRecords:
+    """The cached TFRecords of one split ("train", "dev", "test") in `directory`, made by
+    `encode_examples` (see prepare_classifier_records).
+
+    A TPU needs every batch full: eval and predict sets are padded with examples that have
+    is_real_example = 0, as the original did with PaddingInputExample.
+    """
+    return prepare_classifier_records(
+        processor,
+        split,
+        packer,
+        os.path.join(directory, RECORD_FILES[split]),
+        options.vocab_file,
+        pad_to_multiple_of=batch_size if setup.is_tpu and split != "train" else 1,
+        max_examples=options.max_train_examples if split == "train" else 0,
+        encode_examples=encode_examples,
+    )
+
+
+def requested_split_records(
+    processor,
+    packer: BertInputPacker,
+    options: ClassifierOptions,
+    setup: FinetuningSetup,
+    encode_examples=encode_classifier_examples,
+) -> tuple[ClassifierRecords | None, ClassifierRecords | None, ClassifierRecords | None]:
+    """The records of the train, dev and test splits in output_dir, each None unless do_train,
+    do_eval, do_predict asks for it. All are read before training, so bad data fails fast."""
+    asked = {
+        "train": (options.do_train, options.train_batch_size),
+        "dev": (options.do_eval, options.eval_batch_size),
+        "test": (options.do_predict, options.predict_batch_size),
+    }
+    return tuple(
+        split_records(
+            processor,
+            split,
+            packer,
+            options.output_dir,
+            options,
+            batch_size,
+            setup,
+            encode_examples,
+        )
+        if wanted
+        else None
+        for split, (wanted, batch_size) in asked.items()
+    )
+
+
+def predict_records(
+    model,
+    records: ClassifierRecords,
+    batch_size: int,
+    options: FinetuningOptions,
+    setup: FinetuningSetup,
+    keep: tuple[str, ...] = ("label_ids",),
+) -> dict[str, np.ndarray]:
+    """The model's outputs on the real examples of `records`, in file order: predict()'s arrays
+    (the model's outputs and the batch fields of `keep`) without the TPU padding examples."""
+    dataset = classifier_dataset(
+        records.path,
+        batch_size,
+        options.max_seq_length,
+        is_training=False,
+        drop_remainder=setup.is_tpu,
+        trim_padding=setup.trim_padding,
+    )
+    outputs = predict(setup.strategy, model, dataset, keep=(*keep, "is_real_example"))
+    real = outputs.pop("is_real_example") > 0
+    return {name: value[real] for name, value in outputs.items()}
+
+
+def evaluate_classifier(
+    task_name: str, logits: np.ndarray, label_ids: np.ndarray, is_regression: bool, path: str, step
+) -> dict:
+    """The original eval_results: eval_<GLUE metric> of the task, eval_loss; written to `path`
+    ("key = value" lines with global_step) and returned."""
+    metrics = glue_metrics(task_name, label_ids, logits, is_regression)
+    eval_results = {f"eval_{name}": value for name, value in metrics.items()}
+    eval_results["eval_loss"] = mean_eval_loss(
+        logits, label_ids, np.ones(len(label_ids)), is_regression
+    )
+    write_eval_results(path, eval_results, step)
+    logging.info("Eval results (%s): %s", path, eval_results)
+    return eval_results
+
+
+def write_test_results(path: str, logits: np.ndarray, is_regression: bool) -> np.ndarray:
+    """The original test_results.tsv at `path`: a line per test example, in test order, with its
+    class probabilities tab-separated (the softmax of `logits`, float32 [examples, num_classes]),
+    or its score for regression (`logits` [examples, 1]).
+
+    Returns the rows written, float64 [examples, num_classes] (probabilities) or float32
+    [examples, 1] (scores).
+    """
+    values = logits.reshape(-1, 1) if is_regression else softmax(logits)
+    lines = ["\t".join(str(value) for value in row) for row in values]
+    write_text_atomically(path, "".join(line + "\n" for line in lines))
+    logging.info("Wrote %d predictions to %s", len(lines), path)
+    return values
+
+
+class ClassificationTask(FinetuningTask):
+    """Sentence (pair) classification or regression on a DataProcessor's task.
+
+    Writes to output_dir: train/eval/predict .tf_record (reused while inputs and settings are
+    unchanged), checkpoints (a rerun resumes), eval_results.txt ("key = value": eval_accuracy,
+    eval_loss, the task's GLUE metric as eval_f1 / eval_mcc / eval_pearson / eval_spearman,
+    global_step), test_results.tsv (class probabilities of each test example, tab-separated;
+    the score for regression), and after training a raw-text serving SavedModel
+    (output_dir/serving_model unless export_dir says otherwise).
+
+    feature_mode "frozen_*" trains a FeatureBasedClassifier: the encoder's weights stay those of
+    init_checkpoint (or of the exported encoder), only the head (and the scalar mix) learn.
+    "frozen_scalar_mix" also writes the learned mix after training to
+    output_dir/scalar_mix_weights.json (see official_bert.scalar_mix_weights).
+    """
+
+    # What the task does, in words (for messages).
+    kind = "sentence (pair) classification"
+    # How a split's examples become records (see prepare_classifier_records).
+    encode_examples = staticmethod(encode_classifier_examples)
+
+    def __init__(self, options: ClassifierOptions, processor):
+        super().__init__(options)
+        self.processor = processor
+        self.labels = processor.get_labels()
+        self.packer: BertInputPacker | None = None
+        self.records: dict[str, ClassifierRecords | None] = {}
+
+    def validate(self) -> None:
+        validate_classifier_options(self.options)
+
+    def prepare(self, strategy) -> None:
+        super().prepare(strategy)
+        options = self.options
+        self.packer = BertInputPacker(
+            options.vocab_file, options.max_seq_length, options.do_lower_case
+        )
+        train, dev, test = requested_split_records(
+            self.processor, self.packer, options, self.setup, self.encode_examples
+        )
+        self.records = {"train": train, "dev": dev, "test": test}
+        if train is not None:
+            self.num_train_steps = epoch_train_steps(train.num_examples, options)
+            logging.info(
+                "Training: %d examples, batch %d, %d steps (%d warm-up)",
+                train.num_examples,
+                options.train_batch_size,
+                self.num_train_steps,
+                self.num_warmup_steps(),
+            )
+
+    @property
+    def num_classes(self) -> int:
+        return 1 if self.labels is None else len(self.labels)
+
+    def build_model(self):
+        options = self.options
+        encoder = create_encoder(options)
+        if options.feature_mode == "finetune":
+            model = BertClassifier(encoder, num_classes=self.num_classes)
+        else:
+            model = FeatureBasedClassifier(
+                encoder,
+                num_classes=self.num_classes,
+                features=options.feature_mode.removeprefix("frozen_"),
+            )
+        model.build()
+        return model
+
+    def loss_fn(self):
+        return classifier_loss_fn(self.labels is None)
+
+    def initialize(self, model) -> None:
+        # The head is new unless the checkpoint was fine-tuned already; a feature-based head is
+        # always new (its input is not the encoder's output the checkpoint's head was trained on).
+        frozen = self.options.feature_mode != "finetune"
+        initialize_weights(model, self.options, model.encoder if frozen else model)
+
+    def train_dataset(self, input_context):
+        return train_dataset_fn(
+            classifier_dataset, self.records["train"].path, self.options, self.setup
+        )(input_context)
+
+    def after_training(self, runner: Runner) -> dict:
+        options = self.options
+        if options.feature_mode == "frozen_scalar_mix" and runner.is_chief:
+            path = os.path.join(options.output_dir, SCALAR_MIX_WEIGHTS_FILE)
+            scalar_mix = write_scalar_mix_weights(path, runner.model.scalar_mix)
+            logging.info("Learned layer mix (%s): %s", path, scalar_mix)
+            return {"scalar_mix": scalar_mix}
+        return {}
+
+    def export(self, runner: Runner) -> str | None:
+        options = self.options
+        if options.export_dir == "":
+            return None
+        export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
+        return export_classifier_serving_model(
+            runner.model, self.packer, self.labels, self.processor.takes_pairs, export_dir
+        )
+
+    def evaluate(self, runner: Runner) -> dict:
+        options = self.options
+        outputs = predict_records(
+            runner.model, self.records["dev"], options.eval_batch_size, options, self.setup
+        )
+        return {
+            "eval": evaluate_classifier(
+                options.task_name,
+                outputs["outputs"],
+                outputs["label_ids"],
+                self.labels is None,
+                os.path.join(options.output_dir, "eval_results.txt"),
+                runner.step,
+            )
+        }
+
+    def predict(self, runner: Runner) -> dict:
+        options = self.options
+        logits = predict_records(
+            runner.model, self.records["test"], options.predict_batch_size, options, self.setup
+        )["outputs"]
+        path = os.path.join(options.output_dir, "test_results.tsv")
+        return {"predictions": write_test_results(path, logits, self.labels is None)}

@@ -1,0 +1,69 @@
+"""The one driver: runs any Task's train / evaluate / predict / export on the runner."""
+
+from __future__ import annotations
+
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from official_bert.tasks.task import Task
+from official_bert.training.distribution import create_strategy
+from official_bert.training.runner import Runner
+
+
+def start_run(options, tpu_paths: dict[str, str | None]) -> tf.distribute.Strategy:
+    """Creates the strategy (the TPU's host paths checked first), output_dir, and seeds Keras
+    (initialization, dropout, input order)."""
+    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
+    tf.io.gfile.makedirs(options.output_dir)
+    if options.seed is not None:
+        keras.utils.set_random_seed(options.seed)
+    return strategy
+
+
+def create_runner(task: Task) -> Runner:
+    """The task's Runner: its model, optimizer and loss under the task's strategy, with the
+    options' runner settings as they are."""
+    return Runner(
+        task.strategy,
+        task.build_model,
+        task.create_optimizer,
+        task.loss_fn(),
+        task.options,
+        num_train_steps=task.num_train_steps,
+        loss_denominators_fn=task.loss_denominators_fn(),
+    )
+
+
+def run_task(task: Task) -> dict:
+    """Runs `task` as its options ask: prepare the data, build (or resume) the model, train,
+    then export, evaluate and predict.
+
+    Returns:
+      {"history": [(step, loss)], "train_seconds", the task's after_training entries,
+       "export_dir", "eval", "predictions"} (the keys that apply).
+    """
+    task.validate()
+    task.prepare(start_run(task.options, task.tpu_paths()))
+    runner = create_runner(task)
+    runner.restore_or_initialize(task.initialize)
+    results: dict = {"history": []}
+    if task.do_train:
+        start = time.time()
+        results["history"] = runner.train(task.train_dataset, task.train_batch_size)
+        results["train_seconds"] = time.time() - start
+        results.update(task.after_training(runner))
+        export_dir = task.export(runner)
+        if export_dir:
+            results["export_dir"] = export_dir
+            logging.info("Exported the serving SavedModel to %s", export_dir)
+    if task.do_eval:
+        results.update(task.evaluate(runner))
+    if task.do_predict:
+        start = time.time()
+        results.update(task.predict(runner))
+        results["predict_seconds"] = time.time() - start
+    keras.backend.clear_session()
+    return results

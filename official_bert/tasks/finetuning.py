@@ -1,0 +1,224 @@
+"""What every fine-tuning task (classification, tagging, multi-task, SQuAD) shares: its options
+(FinetuningOptions: the model files, lengths, batches and epochs) and what it sets up the same
+way: the strategy and seed, the number of steps, the runner with its optimizer, the encoder and
+its initial weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from official_bert.checkpoints import load_bert_weights
+from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.config import BertConfig, check_vocab_matches_config
+from official_bert.export.exported_bert_encoder import (
+    ExportedBertEncoder,
+    read_exported_encoder_settings,
+)
+from official_bert.models import BertEncoder
+from official_bert.option_flags import option
+from official_bert.tasks.task import Task
+from official_bert.tokenization import validate_case_matches_checkpoint
+from official_bert.training.training_options import TrainingOptions
+
+
+@dataclasses.dataclass(kw_only=True)
+class FinetuningOptions(TrainingOptions):
+    """The settings every fine-tuning task shares (run_classifier.py, run_multitask.py,
+    run_squad.py): the original flag names, then the TF2 ones, beside TrainingOptions'.
+
+    The model's files resolve when the options are made: bert_config_file defaults to the
+    config beside init_checkpoint (or the --hub_module_handle encoder's), vocab_file to the
+    vocab.txt beside the config, do_lower_case (None) to the exported encoder's casing, else
+    True; bert_config is read from bert_config_file unless given.
+    """
+
+    # === The original flags ===
+    bert_config_file: str | None = option(
+        None, help="bert_config.json (default: the one beside init_checkpoint)."
+    )
+    vocab_file: str | None = option(
+        None, help="vocab.txt of the model (default: beside the config)."
+    )
+    do_lower_case: bool | None = option(
+        None,
+        help="Lower-case the input (uncased models). Default: true, or the casing of "
+        "--hub_module_handle's encoder.",
+    )
+    max_seq_length: int = option(128, help="Wordpieces per example, after packing.")
+    do_train: bool = option(False, help="Whether to train.")
+    do_eval: bool = option(False, help="Whether to evaluate on the dev set.")
+    do_predict: bool = option(False, help="Whether to predict the test set.")
+    train_batch_size: int = option(32, help="Global training batch size.")
+    eval_batch_size: int = option(8, help="Evaluation batch size.")
+    predict_batch_size: int = option(8, help="Prediction batch size.")
+    num_train_epochs: float = option(3.0, help="Training epochs.")
+    warmup_proportion: float = option(0.1, help="Fraction of the steps with linear warm-up.")
+    # === TF2 flags ===
+    max_train_examples: int = option(
+        0, help="Train on the first N examples (of each task) only (0: all)."
+    )
+    hub_module_handle: str | None = option(
+        None,
+        help="An encoder exported by export_tfhub.py (--export_type=model) to fine-tune "
+        "instead of --init_checkpoint (its bert_config.json, vocab and casing are the defaults "
+        "of those flags).",
+    )
+    trim_padding: bool = option(
+        True, help="Cut each batch to its longest example (same results, faster; not TPU)."
+    )
+    # Read from bert_config_file when not given (None only where no model is needed).
+    bert_config: BertConfig | None = option(None, flag=False)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.bert_config is None and self.needs_model():
+            self._resolve_model_files()
+        if self.do_lower_case is None:
+            self.do_lower_case = True
+
+    def needs_model(self) -> bool:
+        """Whether this run builds a model (and so needs its config and vocab)."""
+        return True
+
+    def _resolve_model_files(self) -> None:
+        exported = {}
+        if self.hub_module_handle:
+            exported = read_exported_encoder_settings(self.hub_module_handle)
+        self.bert_config_file = (
+            self.bert_config_file
+            or exported.get("bert_config_file")
+            or find_bert_config(self.init_checkpoint)
+        )
+        if not self.bert_config_file:
+            raise ValueError("--bert_config_file is required (none found beside --init_checkpoint)")
+        self.vocab_file = (
+            self.vocab_file
+            or exported.get("vocab_file")
+            or os.path.join(os.path.dirname(self.bert_config_file), "vocab.txt")
+        )
+        if self.do_lower_case is None:
+            self.do_lower_case = exported.get("do_lower_case")
+        self.bert_config = read_bert_config(self.bert_config_file)
+
+
+def validate_finetuning_options(options: FinetuningOptions) -> None:
+    """The original run_classifier.py checks of what to do and of the model settings, each
+    naming its flag."""
+    if not (options.do_train or options.do_eval or options.do_predict):
+        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    check_sequence_length(options)
+    validate_init_source(options)
+    validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
+
+
+def check_sequence_length(options) -> None:
+    """max_seq_length must fit the model's position embeddings (the original's check)."""
+    if options.max_seq_length > options.bert_config.max_position_embeddings:
+        raise ValueError(
+            f"Cannot use sequence length {options.max_seq_length} because the BERT model was only "
+            f"trained up to sequence length {options.bert_config.max_position_embeddings} "
+            "(max_position_embeddings)"
+        )
+
+
+class FinetuningTask(Task):
+    """What the fine-tuning tasks share: after the strategy exists, `setup` says whether it is
+    a TPU and whether batches are trimmed; new models load init_checkpoint (or come with the
+    exported encoder's weights)."""
+
+    def __init__(self, options: FinetuningOptions):
+        super().__init__(options)
+        self.setup: FinetuningSetup | None = None
+
+    def prepare(self, strategy: tf.distribute.Strategy) -> None:
+        super().prepare(strategy)
+        is_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+        self.setup = FinetuningSetup(strategy, is_tpu, self.options.trim_padding and not is_tpu)
+
+    def initialize(self, model) -> None:
+        initialize_weights(model, self.options)
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningSetup:
+    """What a fine-tuning run decides once, before reading data: the strategy, whether it is a
+    TPU (full batches, static shapes) and so whether batches are cut to their longest example."""
+
+    strategy: tf.distribute.Strategy
+    is_tpu: bool
+    trim_padding: bool
+
+
+def epoch_train_steps(num_examples: int, options) -> int:
+    """Updates for num_train_epochs over num_examples, as the original (rounded down)."""
+    num_train_steps = int(num_examples / options.train_batch_size * options.num_train_epochs)
+    if num_train_steps < 1:
+        raise ValueError(
+            f"{num_examples} training examples, train_batch_size {options.train_batch_size} and "
+            f"num_train_epochs {options.num_train_epochs} give no training step"
+        )
+    return num_train_steps
+
+
+def create_encoder(options):
+    """The encoder a fine-tuning run starts from: the exported encoder of
+    options.hub_module_handle (export_tfhub.py --export_type=model; float32, as exported; its
+    weights are the starting point), else a BertEncoder of options.bert_config in options.dtype
+    (weights loaded later by load_init_checkpoint)."""
+    if getattr(options, "hub_module_handle", None):
+        return ExportedBertEncoder(options.hub_module_handle)
+    return BertEncoder.from_bert_config(options.bert_config, dtype=options.dtype)
+
+
+def validate_init_source(options) -> None:
+    """One starting point: hub_module_handle or init_checkpoint, not both."""
+    if getattr(options, "hub_module_handle", None) and options.init_checkpoint:
+        raise ValueError(
+            "Give either `hub_module_handle` (its weights are the starting point) or "
+            "`init_checkpoint`, not both."
+        )
+
+
+def initialize_weights(model, options, target=None) -> None:
+    """The runner's initialize_fn of a new model: with options.hub_module_handle the encoder's
+    weights came with it; else options.init_checkpoint is loaded into `target` (default: the
+    whole model; heads absent from the checkpoint keep their initialization)."""
+    if getattr(options, "hub_module_handle", None):
+        logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
+    else:
+        load_init_checkpoint(model if target is None else target, options.init_checkpoint)
+
+
+def load_init_checkpoint(model, init_checkpoint: str | None) -> None:
+    """Loads init_checkpoint (any layout) into `model`; heads absent from it keep their
+    initialization (fine-tuning from a pre-training checkpoint)."""
+    if init_checkpoint:
+        checkpoint_format = load_bert_weights(model, init_checkpoint)
+        logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
+    else:
+        logging.warning("No init_checkpoint: fine-tuning from random weights")
+
+
+def train_dataset_fn(read_dataset, path: str, options, setup: FinetuningSetup):
+    """The runner's train_dataset_fn(input_context): `read_dataset` (classifier_dataset,
+    squad_dataset) over the training records at `path`, shuffled with options.seed, batches of
+    train_batch_size split over the replicas, trimmed as `setup` says."""
+
+    def dataset_fn(input_context):
+        return read_dataset(
+            path,
+            options.train_batch_size,
+            options.max_seq_length,
+            is_training=True,
+            input_context=input_context,
+            seed=options.seed,
+            trim_padding=setup.trim_padding,
+        )
+
+    return dataset_fn
