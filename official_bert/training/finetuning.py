@@ -38,7 +38,11 @@ def start_finetuning(options) -> FinetuningSetup:
     # The records and checkpoints live in output_dir, read and written by the TPU's host:
     # gs:// on a TPU node (checked before connecting).
     strategy = create_strategy(
-        options.distribution_strategy, options.tpu, {"output_dir": options.output_dir}
+        options.distribution_strategy,
+        options.tpu,
+        {"output_dir": options.output_dir},
+        zone=options.tpu_zone,
+        project=options.gcp_project,
     )
     tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:

@@ -78,7 +78,13 @@ def run_pretraining(options: PretrainingOptions) -> dict:
         )
     # The TPU's host reads the records and writes the checkpoints: gs:// unless on a TPU VM.
     tpu_paths = {"input_file": options.input_file, "output_dir": options.output_dir}
-    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
+    strategy = create_strategy(
+        options.distribution_strategy,
+        options.tpu,
+        tpu_paths,
+        zone=options.tpu_zone,
+        project=options.gcp_project,
+    )
     tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:
         # Initialization, dropout and input order; with the checkpointed data position and
@@ -118,6 +124,7 @@ def run_pretraining(options: PretrainingOptions) -> dict:
                 input_context=input_context,
                 seed=options.seed,
                 restore_original_tokens=left_to_right,
+                vocab_size=options.bert_config.vocab_size,
             )
 
         return build

@@ -18,10 +18,10 @@ def define_runner_flags() -> None:
     flags.DEFINE_bool("use_tpu", False, "Use a TPU (same as --distribution_strategy=tpu).")
     flags.DEFINE_string("tpu_name", None, "TPU name or grpc:// address (same as --tpu).")
     flags.DEFINE_string(
-        "tpu_zone", None, "Accepted for compatibility (TPUClusterResolver finds it)."
+        "tpu_zone", None, "GCE zone of the TPU (default: found from the metadata server)."
     )
-    flags.DEFINE_string("gcp_project", None, "Accepted for compatibility.")
-    flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 master).")
+    flags.DEFINE_string("gcp_project", None, "GCP project of the TPU (default: found likewise).")
+    flags.DEFINE_string("master", None, "With --use_tpu: the TPU's grpc:// address (as --tpu).")
     flags.DEFINE_integer(
         "num_tpu_cores", 8, "Accepted for compatibility (the strategy finds them)."
     )
@@ -63,7 +63,10 @@ def runner_flag_values() -> dict:
         save_checkpoints_steps=values.save_checkpoints_steps,
         steps_per_loop=values.steps_per_loop or values.iterations_per_loop,
         distribution_strategy="tpu" if values.use_tpu else values.distribution_strategy,
-        tpu=values.tpu or values.tpu_name,
+        # The original named a TPU by --tpu_name, or by its address in --master.
+        tpu=values.tpu or values.tpu_name or (values.master if values.use_tpu else None),
+        tpu_zone=values.tpu_zone,
+        gcp_project=values.gcp_project,
         dtype=values.dtype,
         optimizer_type=values.optimizer_type,
         decay_after_warmup=values.decay_after_warmup,

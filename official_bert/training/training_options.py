@@ -14,7 +14,7 @@ class TrainingOptions:
 
     output_dir: checkpoints, summaries and results. init_checkpoint: starting weights (TF1,
     safetensors or ours). steps_per_loop: the original iterations_per_loop. distribution_strategy,
-    tpu: see training.distribution. dtype: float32, mixed_bfloat16 or mixed_float16.
+    tpu, tpu_zone, gcp_project: see training.distribution. dtype: float32, mixed_bfloat16 or mixed_float16.
     optimizer_type, weight_decay_rate, decay_after_warmup: see training.optimization. seed:
     initialization, dropout and input order (None: not seeded).
     """
@@ -26,6 +26,8 @@ class TrainingOptions:
     steps_per_loop: int = 1000
     distribution_strategy: str = "one_device"
     tpu: str | None = None
+    tpu_zone: str | None = None
+    gcp_project: str | None = None
     dtype: str = "float32"
     optimizer_type: str = "adamw"
     decay_after_warmup: bool = False
