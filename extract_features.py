@@ -37,7 +37,9 @@ flags.DEFINE_string("init_checkpoint", None, "Checkpoint to read: TF1, safetenso
 flags.DEFINE_string("vocab_file", None, "vocab.txt the model was trained with.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
-flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; use --distribution_strategy.")
+flags.DEFINE_bool(
+    "use_tpu", False, "Accepted for compatibility and ignored: features are computed on the host."
+)
 flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 TPU master).")
 flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
 flags.DEFINE_bool("use_one_hot_embeddings", False, "Accepted for compatibility; no effect.")

@@ -8,10 +8,13 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
+from official_bert.side_file_names import temporary_path
+
 
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[str]:
-    """Yields a temporary name beside `path` (`<path>.tmp-<pid>`) for the block to write.
+    """Yields a temporary name beside `path` (`<dir>/.<name>.tmp-<pid>`, which no glob of `path`
+    matches: see side_file_names) for the block to write.
 
     When the block ends without an error the temporary file is renamed to `path` (replacing
     one that exists); when it raises, the temporary file is removed and the error propagates.
@@ -22,7 +25,7 @@ def atomic_output(path: str) -> Iterator[str]:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
-    temporary = f"{path}.tmp-{os.getpid()}"
+    temporary = temporary_path(path)
     try:
         yield temporary
         tf.io.gfile.rename(temporary, path, overwrite=True)

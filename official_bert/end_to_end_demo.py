@@ -27,6 +27,7 @@ import sys
 import time
 
 from official_bert.config import BertConfig
+from official_bert.side_file_names import summary_path
 
 DEMO_SENTENCES = (
     "The little cafe by the harbour was a joy from start to finish .",
@@ -182,7 +183,7 @@ def run_demo(
         random_seed=12345,
         dupe_factor=settings.dupe_factor,
     )
-    with open(paths["pretraining_data"] + ".summary.json", encoding="utf-8") as f:
+    with open(summary_path(paths["pretraining_data"]), encoding="utf-8") as f:
         data_summary = json.load(f)
     stages.done(
         "create_pretraining_data",

@@ -10,7 +10,7 @@ from official_bert.atomic_output import atomic_output
 def test_complete_block_renames_into_place_and_creates_the_directory(tmp_path):
     path = tmp_path / "new" / "dir" / "out.txt"
     with atomic_output(str(path)) as temporary:
-        assert temporary == f"{path}.tmp-{os.getpid()}"
+        assert temporary == str(path.parent / f".out.txt.tmp-{os.getpid()}")
         with open(temporary, "w") as writer:
             writer.write("whole")
         assert not path.exists()  # nothing under the final name before the block ends

@@ -76,7 +76,7 @@ def test_output_parses_with_the_original_spec_and_is_well_formed(vocab_file, tmp
             (replaced == mask) | (replaced == example["masked_lm_ids"][:count]) | (replaced >= 0)
         ).all()
     assert summary["settings"]["vocab_file"] == "vocab.txt"
-    assert json.loads((tmp_path / "out.tfrecord.summary.json").read_text())["instances"] == len(
+    assert json.loads((tmp_path / ".out.tfrecord.summary.json").read_text())["instances"] == len(
         examples
     )
 
@@ -186,7 +186,7 @@ def test_script_writes_gzip_shards_with_v2_names_holding_the_same_examples(vocab
     )
     assert shards.returncode == 0, shards.stderr[-2000:]
     names = sorted(p.name for p in tmp_path.glob("s.tfrecord-*") if not p.name.endswith(".json"))
-    assert (tmp_path / "s.tfrecord-00000-of-00003.summary.json").exists()
+    assert (tmp_path / ".s.tfrecord-00000-of-00003.summary.json").exists()
     assert names == [f"s.tfrecord-0000{i}-of-00003" for i in range(3)]
     spec = pretraining_feature_spec(128, 20, use_v2_feature_names=True)
     records = [r for name in names for r in _read(tmp_path / name, spec, "GZIP")]
@@ -248,7 +248,7 @@ def test_replacement_share_flags(vocab_file, tmp_path):
         assert (example["input_ids"] == mask).sum() == count
         predicted += count
     assert predicted > 100
-    summary = json.loads((tmp_path / "all_mask.tfrecord.summary.json").read_text())
+    summary = json.loads((tmp_path / ".all_mask.tfrecord.summary.json").read_text())
     assert summary["fraction_predictions_mask"] == 1.0
 
 
@@ -338,18 +338,18 @@ def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
-    while not list(tmp_path.glob("o.tfrecord.tmp-*")) and time.time() < deadline:
+    while not list(tmp_path.glob(".o.tfrecord.tmp-*")) and time.time() < deadline:
         time.sleep(0.2)
     time.sleep(1.0)
     process.send_signal(signal.SIGKILL)
     process.wait()
     names = [p.name for p in tmp_path.iterdir()]
-    assert "o.tfrecord" not in names and "o.tfrecord.summary.json" not in names
-    assert any(name.startswith("o.tfrecord.tmp-") for name in names)
+    assert "o.tfrecord" not in names and ".o.tfrecord.summary.json" not in names
+    assert any(name.startswith(".o.tfrecord.tmp-") for name in names)
     result = _run_script(*flags, "--dupe_factor=1")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["o.tfrecord", "o.tfrecord.summary.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".o.tfrecord.summary.json", "o.tfrecord"]
     assert (
         len(_read(output))
-        == json.loads((tmp_path / "o.tfrecord.summary.json").read_text())["instances"]
+        == json.loads((tmp_path / ".o.tfrecord.summary.json").read_text())["instances"]
     )

@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from official_bert.checkpoints import object_checkpoint, original_tf1, safetensors_bert
+from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
@@ -40,18 +41,22 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
     """Loads BERT weights from `path` into a built model; returns the format that was read.
 
     Keyword arguments (e.g. `require_heads`) go to the format's reader.
+
+    Raises:
+      DamagedCheckpointError: a file of the checkpoint is cut short or damaged (naming them).
     """
-    checkpoint_format = checkpoint_format or detect_checkpoint_format(path)
-    if checkpoint_format == "tf1":
-        original_tf1.read_original_checkpoint(path, model, **kwargs)
-    elif checkpoint_format == "safetensors":
-        safetensors_bert.read_safetensors_checkpoint(path, model, **kwargs)
-    elif checkpoint_format == "object":
-        object_checkpoint.read_object_checkpoint(path, model, **kwargs)
-    else:
-        raise ValueError(
-            f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
-        )
+    with damaged_checkpoint_named(path):
+        checkpoint_format = checkpoint_format or detect_checkpoint_format(path)
+        if checkpoint_format == "tf1":
+            original_tf1.read_original_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "safetensors":
+            safetensors_bert.read_safetensors_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "object":
+            object_checkpoint.read_object_checkpoint(path, model, **kwargs)
+        else:
+            raise ValueError(
+                f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
+            )
     return checkpoint_format
 
 

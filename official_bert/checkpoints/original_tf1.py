@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.checkpoints.variable_table import (
     WeightEntry,
     model_entries,
@@ -191,5 +192,7 @@ def read_original_entries(path: str, entries: list[WeightEntry], owner) -> None:
 
 def read_checkpoint_arrays(path: str) -> dict[str, np.ndarray]:
     """Every variable of a name-based checkpoint as numpy arrays (for inspection and tests)."""
-    reader = tf.train.load_checkpoint(resolve_checkpoint_prefix(path))
-    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+    prefix = resolve_checkpoint_prefix(path)
+    with damaged_checkpoint_named(prefix):
+        reader = tf.train.load_checkpoint(prefix)
+        return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}

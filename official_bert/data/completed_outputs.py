@@ -1,4 +1,5 @@
-"""Knowing when a data file written earlier can be reused: a JSON summary written last, beside it.
+"""Knowing when a data file written earlier can be reused: a JSON summary written last, beside it
+(named by side_file_names.summary_path, so that no glob of the data file reads it).
 
 A writer removes the summary, writes its outputs under temporary names, renames them, and
 writes the summary (settings + input signatures) last. An output counts as complete only when

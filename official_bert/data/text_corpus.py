@@ -7,9 +7,11 @@ documents. Lines are stripped. Only a chunk of documents at a time is held in me
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterator
 
 import tensorflow as tf
+from absl import logging
 
 
 @dataclasses.dataclass
@@ -30,14 +32,30 @@ class CorpusCounters:
     bytes_read: int = 0
 
 
+def _is_hidden_match(path: str, pattern: str) -> bool:
+    """Whether a wildcard in `pattern` matched the dot file `path`; a shell's `*` skips dot files
+    and TensorFlow's glob does not. Writers name their side files with a leading dot
+    (side_file_names) so that `out.tfrecord*` or `dir/*` never reads them."""
+    name, pattern_name = os.path.basename(path), os.path.basename(pattern)
+    return name.startswith(".") and not pattern_name.startswith(".")
+
+
 def expand_input_patterns(input_file: str) -> list[str]:
     """Files of a comma-separated list of paths or glob patterns, in the given order.
+
+    A wildcard does not match a file whose name starts with a dot (as in a shell): writers put
+    their temporaries and summaries under such names beside their outputs.
 
     Raises FileNotFoundError naming a pattern that matches nothing.
     """
     files = []
     for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
         matches = sorted(tf.io.gfile.glob(pattern))
+        if any(character in pattern for character in "*?["):
+            hidden = [path for path in matches if _is_hidden_match(path, pattern)]
+            if hidden:
+                logging.info("--input_file %r: leaving out dot files %s", pattern, hidden)
+            matches = [path for path in matches if path not in hidden]
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
         files.extend(matches)

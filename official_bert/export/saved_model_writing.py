@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from official_bert.config import write_text_atomically
+from official_bert.side_file_names import temporary_path
 
 
 def save_atomically(
@@ -18,7 +19,7 @@ def save_atomically(
 ) -> str:
     """`tf.saved_model.save(module, ...)` under a temporary name, renamed to `export_path` when done.
 
-    A failed save removes its `<export_path>.tmp-<pid>`; a killed one leaves only that, never a
+    A failed save removes its `.<export name>.tmp-<pid>` (beside it); a killed one leaves only that, never a
     half-written `export_path`.
 
     Args:
@@ -40,7 +41,7 @@ def save_atomically(
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )
-    temporary = f"{export_path}.tmp-{os.getpid()}"
+    temporary = temporary_path(export_path)
     if tf.io.gfile.exists(temporary):
         tf.io.gfile.rmtree(temporary)
     try:

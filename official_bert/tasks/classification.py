@@ -39,6 +39,7 @@ from official_bert.tasks.finetuning import (
     create_encoder,
     epoch_train_steps,
     initialize_weights,
+    model_vocab_size,
     train_dataset_fn,
     validate_finetuning_options,
 )
@@ -206,6 +207,7 @@ def predict_records(
         is_training=False,
         drop_remainder=setup.is_tpu,
         trim_padding=setup.trim_padding,
+        vocab_size=model_vocab_size(options),
     )
     outputs = predict(setup.strategy, model, dataset, keep=(*keep, "is_real_example"))
     real = outputs.pop("is_real_example") > 0

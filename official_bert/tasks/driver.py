@@ -16,7 +16,13 @@ from official_bert.training.runner import Runner
 def start_run(options, tpu_paths: dict[str, str | None]) -> tf.distribute.Strategy:
     """Creates the strategy (the TPU's host paths checked first), output_dir, and seeds Keras
     (initialization, dropout, input order)."""
-    strategy = create_strategy(options.distribution_strategy, options.tpu, tpu_paths)
+    strategy = create_strategy(
+        options.distribution_strategy,
+        options.tpu,
+        tpu_paths,
+        zone=options.tpu_zone,
+        project=options.gcp_project,
+    )
     tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:
         keras.utils.set_random_seed(options.seed)

@@ -219,6 +219,12 @@ def train_dataset_fn(read_dataset, path: str, options, setup: FinetuningSetup):
             input_context=input_context,
             seed=options.seed,
             trim_padding=setup.trim_padding,
+            vocab_size=model_vocab_size(options),
         )
 
     return dataset_fn
+
+
+def model_vocab_size(options) -> int | None:
+    """The model's vocab_size, against which the readers check the records' token ids."""
+    return options.bert_config.vocab_size if options.bert_config is not None else None

@@ -162,6 +162,7 @@ class PretrainingTask(Task):
             input_context=input_context,
             seed=options.seed,
             restore_original_tokens=self.left_to_right,
+            vocab_size=options.bert_config.vocab_size,
         )
 
     def train_dataset(self, input_context):

@@ -128,7 +128,10 @@ def left_to_right_loss(outputs: dict, batch: dict, denominators: dict | None = N
 class PretrainingMetrics:
     """The original's evaluation metrics, accumulated over batches:
     masked_lm_accuracy and masked_lm_loss (weighted by masked_lm_weights), and
-    next_sentence_accuracy and next_sentence_loss (per example).
+    next_sentence_accuracy and next_sentence_loss (per example); and `loss`, as the original's
+    Estimator reported it: the mean over batches of each batch's total loss (its masked-LM loss,
+    weighted nll / (weight + 1e-5) as the original's get_masked_lm_output, plus its mean
+    next-sentence loss).
 
     objective="ltr": lm_accuracy and lm_loss instead, the same token accuracy and mean NLL over
     the real next-token targets (see next_token_targets); no next-sentence metrics.
@@ -148,6 +151,8 @@ class PretrainingMetrics:
                 "nsp_correct",
                 "nsp_nll",
                 "nsp_count",
+                "batch_loss",
+                "batches",
             )
         }
 
@@ -166,8 +171,10 @@ class PretrainingMetrics:
             ids = tf.cast(batch["masked_lm_ids"], tf.int32)
         predictions = tf.argmax(logits, axis=-1, output_type=tf.int32)
         self._add("token_correct", tf.reduce_sum(weights * tf.cast(predictions == ids, tf.float32)))
-        self._add("token_nll", tf.reduce_sum(weights * masked_lm_nll(logits, ids)))
+        token_nll = tf.reduce_sum(weights * masked_lm_nll(logits, ids))
+        self._add("token_nll", token_nll)
         self._add("token_weight", tf.reduce_sum(weights))
+        batch_loss = token_nll / (tf.reduce_sum(weights) + 1e-5)
         if self.next_sentence and "next_sentence_logits" in outputs:
             labels = tf.reshape(tf.cast(batch["next_sentence_labels"], tf.int32), [-1])
             logits = tf.cast(outputs["next_sentence_logits"], tf.float32)
@@ -176,6 +183,9 @@ class PretrainingMetrics:
             nll = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
             self._add("nsp_nll", tf.reduce_sum(nll))
             self._add("nsp_count", tf.cast(tf.size(labels), tf.float32))
+            batch_loss += tf.reduce_mean(nll)
+        self._add("batch_loss", batch_loss)
+        self._add("batches", 1.0)
 
     def _add(self, name, value):
         self._sums[name].assign_add(tf.cast(value, tf.float64))
@@ -190,4 +200,5 @@ class PretrainingMetrics:
         if self.next_sentence:
             results["next_sentence_accuracy"] = sums["nsp_correct"] / max(sums["nsp_count"], 1)
             results["next_sentence_loss"] = sums["nsp_nll"] / max(sums["nsp_count"], 1)
+        results["loss"] = sums["batch_loss"] / max(sums["batches"], 1)
         return results

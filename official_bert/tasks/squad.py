@@ -37,6 +37,7 @@ from official_bert.tasks.finetuning import (
     check_sequence_length,
     create_encoder,
     epoch_train_steps,
+    model_vocab_size,
     train_dataset_fn,
     validate_init_source,
 )
@@ -257,7 +258,11 @@ class SquadTask(FinetuningTask):
     def predict(self, runner) -> dict:
         options = self.options
         dataset = squad_dataset(
-            self.eval_path, options.predict_batch_size, options.max_seq_length, is_training=False
+            self.eval_path,
+            options.predict_batch_size,
+            options.max_seq_length,
+            is_training=False,
+            vocab_size=model_vocab_size(options),
         )
         outputs = predict(self.strategy, runner.model, dataset, keep=("unique_ids",))
         unique_ids = [int(unique_id) for unique_id in outputs["unique_ids"]]

@@ -73,14 +73,20 @@ def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
 
 
 def create_strategy(
-    name: str = "one_device", tpu: str | None = None, paths: dict[str, str | None] | None = None
+    name: str = "one_device",
+    tpu: str | None = None,
+    paths: dict[str, str | None] | None = None,
+    zone: str | None = None,
+    project: str | None = None,
 ) -> tf.distribute.Strategy:
     """A tf.distribute strategy by name.
 
     one_device: the first GPU if any, else the CPU. mirrored: all local GPUs (or the CPU).
     multi_worker_mirrored: workers from TF_CONFIG. tpu: `tpu` is a TPU name, a grpc:// address or
-    "local"; an unreachable TPU is a clear error within seconds. `paths` ({flag name: path}) are
-    checked first with `check_paths_for_tpu` when the strategy is a TPU.
+    "local"; an unreachable TPU is a clear error within seconds. `zone` and `project` (the
+    original's --tpu_zone, --gcp_project) go to TPUClusterResolver as in the original, which
+    needs them to find a TPU by name from outside its zone or project. `paths` ({flag name:
+    path}) are checked first with `check_paths_for_tpu` when the strategy is a TPU.
     """
     if name == "one_device":
         gpus = tf.config.list_logical_devices("GPU")
@@ -92,13 +98,16 @@ def create_strategy(
     if name == "tpu":
         if not tpu:
             raise ValueError(
-                "--distribution_strategy=tpu needs --tpu (a name, grpc://host:port or local)"
+                "--distribution_strategy=tpu (or --use_tpu) needs --tpu, --tpu_name or --master "
+                "(a TPU name, grpc://host:port or local)"
             )
         check_paths_for_tpu(tpu, paths or {})
         if tpu.startswith("grpc://"):
             _check_reachable(tpu)
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=tpu, zone=zone, project=project
+            )
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         # OSError: a TPU name that does not resolve (the resolver asks the GCE metadata server).

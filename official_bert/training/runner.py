@@ -16,6 +16,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
+from official_bert.data.record_files import records_named_on_error
 from official_bert.training.training_options import TrainingOptions
 
 
@@ -61,9 +63,12 @@ class Runner:
     batches read) go to output_dir every save_checkpoints_steps; a new Runner on the same
     output_dir resumes from the latest one, skipping the batches already read. SIGTERM/SIGINT
     end training after the current loop with a checkpoint. TensorBoard summaries go to
-    output_dir/train. A non-finite loss raises FloatingPointError before anything of that loop
-    is saved. Under a float16 policy the optimizer is wrapped in
-    keras.optimizers.LossScaleOptimizer (dynamic loss scaling).
+    output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
+    raise FloatingPointError before anything of that loop is saved: no checkpoint holds
+    non-finite values, and a resumed run passes over any (of an older version) that does. A
+    record error while reading names the file (data.record_files.records_named_on_error). Under
+    a float16 policy the optimizer is wrapped in keras.optimizers.LossScaleOptimizer (dynamic
+    loss scaling).
 
     Multi-worker: every worker must save (saving is collective); only the chief writes to
     output_dir, the others to a temporary folder that is removed again (the tf.distribute
@@ -132,42 +137,113 @@ class Runner:
             )
         self._stop_requested = False
 
+    # The newest checkpoint known to hold only finite values (where a failed run points to).
+    last_finite_checkpoint: str | None = None
+    _finite_flags: Callable | None = None
+
     @property
     def step(self) -> int:
         """Optimizer updates done (micro-batches are not counted)."""
         return int(self.optimizer.iterations.numpy())
 
-    def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
-        """Restores the latest checkpoint of output_dir (True), or calls initialize(model).
+    def non_finite_variables(self) -> list[str]:
+        """Paths of the model's and optimizer's float variables holding NaN or Inf (one device
+        read for all of them)."""
+        if self._finite_flags is None:
+            variables = [
+                v
+                for v in self.model.variables + self.optimizer.variables
+                if tf.as_dtype(v.dtype).is_floating
+            ]
+            self._checked_variables = variables
+            self._finite_flags = tf.function(
+                lambda: tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables])
+            )
+        flags = self._finite_flags().numpy()
+        return [v.path for v, ok in zip(self._checked_variables, flags, strict=True) if not ok]
 
-        train() then skips the training batches that the restored run had read.
+    def _last_good(self) -> str:
+        if self.last_finite_checkpoint is None:
+            return "none: no checkpoint was written before"
+        return f"{self.last_finite_checkpoint} (a rerun resumes from it)"
+
+    def _read_checkpoint(self, path: str) -> None:
+        names = {name for name, _ in tf.train.list_variables(path)}
+        if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
+            raise ValueError(
+                f"output_dir {self.settings.output_dir} holds {path}, which is not a "
+                "training checkpoint of this runner (no object graph: an original TF1 "
+                "checkpoint?); use another output_dir, and pass it as --init_checkpoint"
+            )
+        try:
+            with damaged_checkpoint_named(path):
+                self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
+        except AssertionError as error:
+            raise ValueError(
+                f"cannot resume from {path}: it was written for another model or "
+                f"settings (first mismatch: {str(error)[:300]}); use another output_dir"
+            ) from None
+
+    def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
+        """Restores the latest checkpoint of output_dir holding only finite values (True), or
+        calls initialize(model).
+
+        A checkpoint with NaN or Inf (written before saves were guarded) is passed over, with a
+        warning naming it and the one resumed from; when every checkpoint has them,
+        FloatingPointError. train() then skips the training batches that the restored run had
+        read.
         """
+        candidates = list(reversed(self.manager.checkpoints))
         latest = self.manager.latest_checkpoint
-        if latest:
-            names = {name for name, _ in tf.train.list_variables(latest)}
-            if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
-                raise ValueError(
-                    f"output_dir {self.settings.output_dir} holds {latest}, which is not a "
-                    "training checkpoint of this runner (no object graph: an original TF1 "
-                    "checkpoint?); use another output_dir, and pass it as --init_checkpoint"
-                )
-            try:
-                self.checkpoint.read(latest).assert_existing_objects_matched().expect_partial()
-            except AssertionError as error:
-                raise ValueError(
-                    f"cannot resume from {latest}: it was written for another model or "
-                    f"settings (first mismatch: {str(error)[:300]}); use another output_dir"
-                ) from None
-            logging.info("Resumed from %s at step %d", latest, self.step)
-            return True
+        if latest and latest not in candidates:
+            candidates.insert(0, latest)
+        poisoned = []
+        for path in candidates:
+            self._read_checkpoint(path)
+            bad = self.non_finite_variables()
+            if not bad:
+                if poisoned:
+                    logging.warning(
+                        "Passed over %s (non-finite values); resuming from %s, the last "
+                        "checkpoint with finite values",
+                        ", ".join(poisoned),
+                        path,
+                    )
+                self.last_finite_checkpoint = path
+                logging.info("Resumed from %s at step %d", path, self.step)
+                return True
+            logging.warning(
+                "%s holds non-finite values in %d of %d variables (first: %s)",
+                path,
+                len(bad),
+                len(self._checked_variables),
+                bad[0],
+            )
+            poisoned.append(path)
+        if poisoned:
+            raise FloatingPointError(
+                f"every checkpoint in {self.settings.output_dir} holds non-finite values "
+                f"({', '.join(poisoned)}): the run diverged before its first checkpoint; use "
+                "another output_dir (or delete them) and lower --learning_rate"
+            )
         if initialize is not None:
             initialize(self.model)
         return False
 
     def _save(self, force: bool = False) -> None:
+        # Checked on every process before the (collective) save, so none of them writes.
+        bad = self.non_finite_variables()
+        if bad:
+            raise FloatingPointError(
+                f"non-finite values after step {self.step} in {len(bad)} of "
+                f"{len(self._checked_variables)} variables (first: {bad[0]}); not saved. The "
+                f"last good checkpoint: {self._last_good()}; lower --learning_rate"
+            )
         saved = self._write_manager.save(
             checkpoint_number=self.optimizer.iterations, check_interval=not force
         )
+        if saved and self.is_chief:
+            self.last_finite_checkpoint = saved
         if saved and not self.is_chief:
             tf.io.gfile.rmtree(self._write_manager.directory)
 
@@ -311,11 +387,12 @@ class Runner:
         try:
             while self.step < self.num_train_steps and not self._stop_requested:
                 steps = min(settings.steps_per_loop, self.num_train_steps - self.step)
-                loss = float(train_loop(iterator, tf.constant(steps)))
+                with records_named_on_error():
+                    loss = float(train_loop(iterator, tf.constant(steps)))
                 if not tf.math.is_finite(loss):
                     raise FloatingPointError(
-                        f"loss is {loss} at step {self.step}; stopping (the last good checkpoint "
-                        f"is {self.manager.latest_checkpoint})"
+                        f"loss is {loss} at step {self.step}; stopping (the last good checkpoint: "
+                        f"{self._last_good()})"
                     )
                 history.append((self.step, loss))
                 now = time.time()
@@ -366,8 +443,9 @@ class Runner:
         dataset = eval_dataset_fn(None)
         if max_steps:
             dataset = dataset.take(max_steps)
-        for batch in dataset:
-            eval_step(batch)
+        with records_named_on_error():
+            for batch in dataset:
+                eval_step(batch)
         return metrics.result()
 
 

@@ -361,7 +361,7 @@ def test_left_to_right_objective_trains(short_single_segment_records, tmp_path):
     assert losses[-1] < losses[0] - 2.0, losses
     assert np.all(np.diff(losses) < 0), losses
     results = _eval_results(output)
-    assert set(results) == {"lm_accuracy", "lm_loss", "global_step"}, results
+    assert set(results) == {"lm_accuracy", "lm_loss", "loss", "global_step"}, results
     assert results["global_step"] == 30
     assert 0.0 < results["lm_accuracy"] < 1.0 and results["lm_loss"] < losses[0]
     names = [name for name, _ in tf.train.list_variables(str(output / "bert_model.ckpt"))]
@@ -405,7 +405,12 @@ def test_mlm_only_has_no_next_sentence_head_nor_loss(short_single_segment_record
         )
     )
     assert np.all(np.isfinite([loss for _, loss in result["history"]]))
-    assert set(_eval_results(output)) == {"masked_lm_accuracy", "masked_lm_loss", "global_step"}
+    assert set(_eval_results(output)) == {
+        "masked_lm_accuracy",
+        "masked_lm_loss",
+        "loss",
+        "global_step",
+    }
     names = [name for name, _ in tf.train.list_variables(str(output / "bert_model.ckpt"))]
     assert "cls/predictions/output_bias" in names
     assert not any(name.startswith("cls/seq_relationship") for name in names)

@@ -45,6 +45,7 @@ def test_metrics_accumulate_weighted_over_batches():
     metrics = PretrainingMetrics()
     first, second = _batch(0), _batch(1)
     correct = weight = nll_sum = nsp_correct = nsp_nll = 0.0
+    batch_losses = []
     for logits, ids, weights, nsp_logits, labels in (first, second):
         batch = {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": labels}
         metrics.update(
@@ -57,11 +58,18 @@ def test_metrics_accumulate_weighted_over_batches():
         ).sum()
         nsp_correct += (nsp_logits.argmax(-1) == labels[:, 0]).sum()
         nsp_nll += -_log_softmax(nsp_logits)[np.arange(3), labels[:, 0]].sum()
+        # The original Estimator's eval `loss`: the mean over batches of the total loss.
+        batch_nll = weights * -np.take_along_axis(_log_softmax(logits), ids[..., None], -1)[..., 0]
+        batch_losses.append(
+            batch_nll.sum() / (weights.sum() + 1e-5)
+            - _log_softmax(nsp_logits)[np.arange(3), labels[:, 0]].mean()
+        )
     result = metrics.result()
     np.testing.assert_allclose(result["masked_lm_accuracy"], correct / weight, rtol=1e-6)
     np.testing.assert_allclose(result["masked_lm_loss"], nll_sum / weight, rtol=1e-5)
     np.testing.assert_allclose(result["next_sentence_accuracy"], nsp_correct / 6, rtol=1e-6)
     np.testing.assert_allclose(result["next_sentence_loss"], nsp_nll / 6, rtol=1e-5)
+    np.testing.assert_allclose(result["loss"], np.mean(batch_losses), rtol=1e-5)
     metrics.reset()
     assert metrics.result()["masked_lm_accuracy"] == 0.0
 
@@ -132,6 +140,6 @@ def test_left_to_right_metrics():
             predicted[b, t] == ids[b, t + 1] for b in range(3) for t in range(5) if mask[b, t + 1]
         )
     result = metrics.result()
-    assert sorted(result) == ["lm_accuracy", "lm_loss"]  # no next-sentence metrics
+    assert sorted(result) == ["lm_accuracy", "lm_loss", "loss"]  # no next-sentence metrics
     np.testing.assert_allclose(result["lm_accuracy"], correct / len(nlls), rtol=1e-6)
     np.testing.assert_allclose(result["lm_loss"], np.mean(nlls), rtol=1e-5)

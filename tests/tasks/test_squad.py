@@ -79,7 +79,7 @@ def test_a_tiny_model_trains_predicts_and_writes_every_output(minilm_dir, v2_fil
     assert history[-1][1] < 0.2 * history[0][1], history
     for name in (
         "train.tf_record",
-        "train.tf_record.summary.json",
+        ".train.tf_record.summary.json",
         "eval.tf_record",
         "predictions.json",
         "nbest_predictions.json",
@@ -128,10 +128,10 @@ def test_a_tiny_model_trains_predicts_and_writes_every_output(minilm_dir, v2_fil
     assert again["best_f1"] == pytest.approx(scores["best_f1"])
 
     # A rerun on the same output_dir reuses the records and resumes at the last step.
-    summary_before = (output_dir / "train.tf_record.summary.json").read_text()
+    summary_before = (output_dir / ".train.tf_record.summary.json").read_text()
     rerun = run_squad(options)
     assert rerun["history"] == []
-    assert (output_dir / "train.tf_record.summary.json").read_text() == summary_before
+    assert (output_dir / ".train.tf_record.summary.json").read_text() == summary_before
 
 
 def test_v1_predicts_without_training_and_scores(minilm_dir, tmp_path):

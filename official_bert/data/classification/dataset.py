@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from official_bert.data.classification.features import classifier_feature_spec
 from official_bert.data.record_batches import batched_records, trimmed_length
+from official_bert.data.record_files import first_record
 from official_bert.data.tagging.features import tagging_feature_spec
 
 # Model input names by original feature name.
@@ -25,10 +26,7 @@ def inspect_classifier_file(path: str) -> dict:
     """{"max_seq_length", "is_regression", "is_tagging"} of a classification or tagging TFRecord
     file, from its first record; a file of another kind raises ValueError naming the missing
     features."""
-    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-    if first is None:
-        raise ValueError(f"{path}: no records")
-    features = tf.train.Example.FromString(first.numpy()).features.feature
+    features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
     if missing:
         raise ValueError(
@@ -52,6 +50,7 @@ def classifier_dataset(
     seed: int | None = None,
     shuffle_buffer_size: int = 100_000,
     trim_padding: bool = False,
+    vocab_size: int | None = None,
 ) -> tf.data.Dataset:
     """Batches of classification examples.
 
@@ -70,7 +69,10 @@ def classifier_dataset(
     and label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index
     int32 [batch].
 
+    `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
+
     Raises:
+      RecordFileError: the file is empty, a side file or not TFRecords (record_files).
       ValueError: the file's sequence length differs from `max_seq_length` (naming both).
     """
     info = inspect_classifier_file(input_file)
@@ -112,4 +114,5 @@ def classifier_dataset(
         drop_remainder,
         seed,
         shuffle_buffer_size,
+        vocab_size,
     )

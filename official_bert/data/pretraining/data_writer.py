@@ -45,6 +45,7 @@ from official_bert.data.pretraining.masked_lm_sampling import (
     check_replacement_shares,
     sample_masked_lm,
 )
+from official_bert.side_file_names import summary_path, temporary_glob, temporary_path
 from official_bert.tokenization import load_vocab
 
 _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
@@ -302,7 +303,7 @@ def default_num_workers(total_bytes: int, dupe_factor: int) -> int:
 
 
 def _summary_path(output_files: list[str]) -> str:
-    return output_files[0] + ".summary.json"
+    return summary_path(output_files[0])
 
 
 def write_pretraining_examples(
@@ -317,10 +318,11 @@ def write_pretraining_examples(
     wait_for_helpers: bool = False,
 ) -> dict:
     """Writes MLM+NSP pre-training TFRecords; returns the summary (also written as JSON next to
-    the first output, `<output>.summary.json`).
+    the first output, `.<output name>.summary.json`).
 
     Each output is written under a temporary name and renamed when all are complete; the summary
-    is written last. A rerun with the same inputs and settings finds the finished outputs and
+    is written last. Both side files start with a dot, so `--input_file=<output>*` reads neither
+    (side_file_names). A rerun with the same inputs and settings finds the finished outputs and
     returns at once; an interrupted run leaves no file under a final name and is redone.
 
     num_workers: processes, this one included (default: all cores for a large corpus, fewer
@@ -353,14 +355,14 @@ def write_pretraining_examples(
         input_files, settings.documents_per_chunk, settings.chunk_bytes, on_decode_error, counters
     )
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_compress else "")
-    temporary = [f"{path}.tmp-{os.getpid()}" for path in output_files]
+    temporary = [temporary_path(path) for path in output_files]
     for path in output_files:
         directory = os.path.dirname(path)
         if directory:
             tf.io.gfile.makedirs(directory)
         # Leftovers of a killed earlier run (never under a final name) are removed; a stale
         # summary goes too, so the outputs count as complete only once this run ends.
-        for leftover in tf.io.gfile.glob(f"{path}.tmp-*"):
+        for leftover in tf.io.gfile.glob(temporary_glob(path)):
             tf.io.gfile.remove(leftover)
     remove_if_exists(_summary_path(output_files))
     writers = [tf.io.TFRecordWriter(path, options) for path in temporary]

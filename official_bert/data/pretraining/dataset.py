@@ -9,6 +9,13 @@ from official_bert.data.pretraining.features import (
     V2_RENAMES,
     pretraining_feature_spec,
 )
+from official_bert.data.record_batches import check_token_ids
+from official_bert.data.record_files import (
+    RecordFileError,
+    check_record_files,
+    compression_of,
+    first_record,
+)
 from official_bert.data.text_corpus import expand_input_patterns
 
 # Model input names (what BertPretrainer takes), by original feature name.
@@ -23,21 +30,11 @@ _MODEL_NAMES = {
 }
 
 
-def _compression(path: str) -> str:
-    with tf.io.gfile.GFile(path, "rb") as reader:
-        return "GZIP" if reader.read(2) == b"\x1f\x8b" else ""
-
-
 def inspect_pretraining_file(path: str) -> dict:
     """Feature naming, lengths and compression of a pre-training TFRecord file, read from its
     first record: {"use_v2_feature_names", "max_seq_length", "max_predictions_per_seq",
     "compression_type"}."""
-    compression = _compression(path)
-    records = tf.data.TFRecordDataset(path, compression_type=compression).take(1)
-    first = next(iter(records), None)
-    if first is None:
-        raise ValueError(f"{path}: no records")
-    example = tf.train.Example.FromString(first.numpy())
+    example = tf.train.Example.FromString(first_record(path))
     features = example.features.feature
     v2 = V2_RENAMES["input_ids"] in features
     ids_name = V2_RENAMES["input_ids"] if v2 else "input_ids"
@@ -52,7 +49,7 @@ def inspect_pretraining_file(path: str) -> dict:
         "use_v2_feature_names": v2,
         "max_seq_length": len(features[ids_name].int64_list.value),
         "max_predictions_per_seq": len(features["masked_lm_positions"].int64_list.value),
-        "compression_type": compression,
+        "compression_type": compression_of(path),
     }
 
 
@@ -94,6 +91,7 @@ def pretraining_dataset(
     seed: int | None = None,
     shuffle_buffer_size: int = 100,
     restore_original_tokens: bool = False,
+    vocab_size: int | None = None,
 ) -> tf.data.Dataset:
     """Batches of pre-training examples, as the original input_fn_builder reads them.
 
@@ -104,14 +102,27 @@ def pretraining_dataset(
     next_sentence_labels ([batch, 1]). Original and v2 feature names and GZIP files are detected.
     restore_original_tokens: yield only the three encoder inputs, with the original tokens back
     at the masked positions (restore_masked_tokens): the input of a left-to-right LM.
+    vocab_size: the model's; batches whose input or masked-LM ids are not below it fail,
+      naming the file (check_token_ids).
+
+    Every matched file is checked before anything is read (record_files.check_record_files).
 
     Raises:
       FileNotFoundError: a pattern matches no file.
+      RecordFileError: a matched file is a side file (temporary, summary), empty or not
+        TFRecords; or the files mix GZIP and plain records.
       ValueError: the files' sequence or prediction lengths differ from the flags (naming both;
         the original failed with "Can't parse serialized Example", google-research/bert#752).
     """
     files = expand_input_patterns(input_patterns)
+    check_record_files(files)
     info = inspect_pretraining_file(files[0])
+    mixed = [path for path in files if compression_of(path) != info["compression_type"]]
+    if mixed:
+        raise RecordFileError(
+            f"{files[0]} is {info['compression_type'] or 'uncompressed'} but {mixed[0]} is not: "
+            "all files of --input_file must be written with the same --gzip_compress"
+        )
     for name, flag in (
         ("max_seq_length", max_seq_length),
         ("max_predictions_per_seq", max_predictions_per_seq),
@@ -129,14 +140,21 @@ def pretraining_dataset(
         for name, model_name in _MODEL_NAMES.items()
     }
 
-    def parse(records):
+    def parse(records, sources):
         parsed = tf.io.parse_example(records, spec)
         # int64 is not supported on TPU, and int32 is what the model takes.
         batch = {
             renames[name]: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
             for name, value in parsed.items()
         }
+        if vocab_size is not None:
+            batch = check_token_ids(batch, vocab_size, sources, ("input_word_ids", "masked_lm_ids"))
         return restore_masked_tokens(batch) if restore_original_tokens else batch
+
+    def read_file(path):
+        # Each record with its file's name, for check_token_ids to name a file.
+        records = tf.data.TFRecordDataset(path, compression_type=info["compression_type"])
+        return tf.data.Dataset.zip((records, tf.data.Dataset.from_tensors(path).repeat()))
 
     dataset = tf.data.Dataset.from_tensor_slices(files)
     if input_context is not None:
@@ -144,16 +162,14 @@ def pretraining_dataset(
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed).repeat()
         dataset = dataset.interleave(
-            lambda path: tf.data.TFRecordDataset(path, compression_type=info["compression_type"]),
+            read_file,
             cycle_length=min(4, len(files)),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=seed is not None,
         )
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
     else:
-        dataset = dataset.flat_map(
-            lambda path: tf.data.TFRecordDataset(path, compression_type=info["compression_type"])
-        )
+        dataset = dataset.flat_map(read_file)
     per_replica = (
         input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
     )

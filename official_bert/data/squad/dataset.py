@@ -5,6 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.data.record_batches import batched_records, trimmed_length
+from official_bert.data.record_files import first_record
 from official_bert.data.squad.features import squad_feature_spec
 
 # Model input names by original feature name; the rest keep their names.
@@ -18,10 +19,7 @@ _MODEL_NAMES = {
 def inspect_squad_file(path: str) -> tuple[int, bool]:
     """(max_seq_length, whether it holds training labels) of a SQuAD TFRecord file, from its
     first record; a file of another kind raises ValueError naming the missing features."""
-    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-    if first is None:
-        raise ValueError(f"{path}: no records")
-    features = tf.train.Example.FromString(first.numpy()).features.feature
+    features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in ("unique_ids", *_MODEL_NAMES) if name not in features]
     if missing:
         raise ValueError(
@@ -40,6 +38,7 @@ def squad_dataset(
     seed: int | None = None,
     shuffle_buffer_size: int = 100_000,
     trim_padding: bool = False,
+    vocab_size: int | None = None,
 ) -> tf.data.Dataset:
     """Batches of SQuAD features.
 
@@ -54,7 +53,10 @@ def squad_dataset(
     max_seq_length]), unique_ids (int64 [batch]); a training file adds start_positions,
     end_positions, is_impossible (int32 [batch]).
 
+    `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
+
     Raises:
+      RecordFileError: the file is empty, a side file or not TFRecords (record_files).
       ValueError: the file's sequence length differs from max_seq_length (naming both).
     """
     found, has_labels = inspect_squad_file(input_file)
@@ -90,4 +92,5 @@ def squad_dataset(
         drop_remainder,
         seed,
         shuffle_buffer_size,
+        vocab_size,
     )

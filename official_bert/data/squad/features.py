@@ -30,6 +30,7 @@ from official_bert.data.completed_outputs import (
 )
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.squad.examples import SquadExample, read_squad_examples
+from official_bert.side_file_names import summary_path
 from official_bert.tokenization import FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000
@@ -278,7 +279,7 @@ def prepare_squad_train_records(
     version_2_with_negative: bool,
 ) -> SquadTrainRecords:
     """train.tf_record for train_file, reused while the data, vocab and settings are unchanged
-    (a JSON summary written last beside it records them)."""
+    (a JSON summary written last beside it, `.train.tf_record.summary.json`, records them)."""
     settings = {
         "format_version": _FORMAT_VERSION,
         "train_file": os.path.abspath(train_file),
@@ -291,14 +292,14 @@ def prepare_squad_train_records(
         "max_query_length": max_query_length,
         "version_2_with_negative": version_2_with_negative,
     }
-    summary_path = output_path + ".summary.json"
-    summary = read_completed_summary(summary_path, [output_path], settings)
+    summary_file = summary_path(output_path)
+    summary = read_completed_summary(summary_file, [output_path], settings)
     if summary is not None:
         logging.info("Reusing %s (%d features)", output_path, summary["num_features"])
         return SquadTrainRecords(
             output_path, summary["num_features"], summary["num_examples"], summary["num_skipped"]
         )
-    remove_if_exists(summary_path)
+    remove_if_exists(summary_file)
     start = time.time()
     read = read_squad_examples(train_file, True, version_2_with_negative)
     if not read.examples:
@@ -309,7 +310,7 @@ def prepare_squad_train_records(
     )
     write_squad_records(features, output_path, True)
     write_summary(
-        summary_path,
+        summary_file,
         {
             "settings": settings,
             "output_files": [output_path],
