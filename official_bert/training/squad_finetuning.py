@@ -31,7 +31,7 @@ from official_bert.evaluation.squad_scoring import (
     tune_no_answer_threshold,
 )
 from official_bert.models import BertSpanLabeler
-from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
+from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 from official_bert.training.finetuning import (
     create_encoder,
     epoch_train_steps,
@@ -195,7 +195,7 @@ def run_squad(options: SquadOptions) -> dict:
     if options.eval_only:
         return {"eval": evaluate_existing_predictions(options)}
     setup = start_finetuning(options)
-    tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(options.vocab_file, options.do_lower_case)
 
     # Read both files before training, so bad data fails fast.
     train_records = None
