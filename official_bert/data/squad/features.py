@@ -6,6 +6,10 @@ A token seen by several windows is scored only in the window where it has the mo
 (`token_is_max_context`). Features get unique ids counting from 1000000000. An answer outside a
 window, or an impossible question, is labelled at [CLS] (position 0).
 
+As the original, each whitespace word of a context is tokenized on its own (the word<->piece maps
+need it); here all words go through FastWordpieceBertTokenizer as one batch of words, and the
+windows are packed by BertInputPacker, the library's one tokenizer and packer.
+
 TFRecord features (the original FeatureWriter's): unique_ids (int64 [1]), input_ids, input_mask,
 segment_ids (int64 [max_seq_length]); training files add start_positions, end_positions and
 is_impossible (int64 [1]).
