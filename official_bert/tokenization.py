@@ -525,7 +525,7 @@ class FastWordpieceBertTokenizer(tf.Module):
 
     Attributes:
       vocab_size: int, the number of lines of `vocab_file` (the embedding table size).
-      tokens_by_id: list of str, the token of each id (as `FullTokenizer.inv_vocab`; an id that
+      tokens_by_id: numpy object array [vocab_size] of str, the token of each id (as `FullTokenizer.inv_vocab`; an id that
         no word can produce, a line overridden by a later duplicate or an empty line, holds a
         placeholder).
       cls_id, sep_id, pad_id, mask_id, unk_id: int ids of "[CLS]", "[SEP]", "[PAD]", "[MASK]",
@@ -560,9 +560,12 @@ class FastWordpieceBertTokenizer(tf.Module):
             token: vocab[token] for token in self._SPECIAL_TOKENS if token in vocab
         }
         self.vocab_size = max(vocab.values()) + 1
-        self.tokens_by_id = self._wordpiece_vocab(vocab)
+        tokens_by_id = self._wordpiece_vocab(vocab)
+        # A numpy array, not a list: tf.Module would wrap a list for checkpoint tracking, which
+        # slows every lookup of `convert_ids_to_tokens`.
+        self.tokens_by_id = np.array(tokens_by_id, dtype=object)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self.tokens_by_id,
+            vocab=tokens_by_id,
             suffix_indicator="##",
             # A UTF-8 character has at most 4 bytes, so this byte limit never cuts a word that
             # the character limit (applied in `tokenize`) lets through.
@@ -613,8 +616,7 @@ class FastWordpieceBertTokenizer(tf.Module):
     def convert_ids_to_tokens(self, ids) -> list[str]:
         """The tokens of int `ids` (as `FullTokenizer.convert_ids_to_tokens` for the ids that
         tokenizing can produce)."""
-        tokens_by_id = self.tokens_by_id
-        return [tokens_by_id[index] for index in np.asarray(ids).tolist()]
+        return self.tokens_by_id[np.asarray(ids, np.int64)].tolist()
 
     def tokenize_in_batches(
         self, texts: Sequence[str], batch_size: int = 50_000
