@@ -18,7 +18,7 @@ from official_bert.data.feature_extraction_inputs import convert_text_examples, 
 from official_bert.models import BertEncoder
 from official_bert.scalar_mix_weights import load_scalar_mix
 from official_bert.tasks import feature_extraction
-from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
+from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 
 FLAGS = flags.FLAGS
 
@@ -87,7 +87,7 @@ def main(_):
     encoder = BertEncoder.from_bert_config(config)
     encoder.build()
     load_bert_weights(encoder, FLAGS.init_checkpoint, checkpoint_format=FLAGS.checkpoint_format)
-    tokenizer = FullTokenizer(vocab_file=FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(FLAGS.vocab_file, do_lower_case=FLAGS.do_lower_case)
     features = convert_text_examples(
         read_text_examples(FLAGS.input_file), tokenizer, FLAGS.max_seq_length
     )

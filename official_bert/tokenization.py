@@ -1,11 +1,14 @@
 """WordPiece tokenization: the original BERT tokenizer in pure Python, and its fast in-graph twin.
 
 `FullTokenizer` (with `BasicTokenizer` and `WordpieceTokenizer`) reproduces the semantics of the
-original google-research/bert `tokenization.py` and is the reference: pretraining data, GLUE and
-SQuAD features are made with it. `FastWordpieceBertTokenizer` rebuilds the same pipeline from
-TensorFlow / tensorflow_text ops so that it runs inside a `tf.function`, a `tf.data` map or an
-exported SavedModel, and returns the same ids; the few places where it cannot agree are listed in
-its docstring and pinned by tests.
+original google-research/bert `tokenization.py`. It is the reference (the tests' oracle) and the
+original's API for users who want it; no pipeline of the library tokenizes with it.
+`FastWordpieceBertTokenizer` rebuilds the same pipeline from TensorFlow / tensorflow_text ops so
+that it runs inside a `tf.function`, a `tf.data` map or an exported SavedModel, and returns the
+same ids; the few places where it cannot agree are listed in its docstring and pinned by tests.
+Every pipeline (pretraining, classification, tagging, SQuAD, feature extraction, serving) turns
+text into ids with it; `as_fast_tokenizer` lets those that accept a tokenizer take a
+`FullTokenizer` too.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ import os
 import re
 import sys
 import unicodedata
+import weakref
+from collections.abc import Mapping, Sequence
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -510,13 +516,18 @@ class FastWordpieceBertTokenizer(tf.Module):
     "[UNK]"), which no released BERT vocabulary does.
 
     Args:
-      vocab_file: path of `vocab.txt`, one token a line (id = line number, as `load_vocab`).
+      vocab_file: path of `vocab.txt`, one token a line (id = line number, as `load_vocab`), or
+        a vocabulary already loaded by `load_vocab` (token -> id; `as_fast_tokenizer` passes a
+        `FullTokenizer`'s).
       do_lower_case: True for uncased models, as for `FullTokenizer`.
       max_input_chars_per_word: longer words become "[UNK]" (the original's 200).
       name: name of the tf.Module.
 
     Attributes:
       vocab_size: int, the number of lines of `vocab_file` (the embedding table size).
+      tokens_by_id: numpy object array [vocab_size] of str, the token of each id (as `FullTokenizer.inv_vocab`; an id that
+        no word can produce, a line overridden by a later duplicate or an empty line, holds a
+        placeholder).
       cls_id, sep_id, pad_id, mask_id, unk_id: int ids of "[CLS]", "[SEP]", "[PAD]", "[MASK]",
         "[UNK]"; reading one that the vocabulary lacks raises KeyError.
     """
@@ -526,16 +537,20 @@ class FastWordpieceBertTokenizer(tf.Module):
 
     def __init__(
         self,
-        vocab_file: str | os.PathLike,
+        vocab_file: str | os.PathLike | Mapping[str, int],
         do_lower_case: bool = True,
         max_input_chars_per_word: int = 200,
         name: str | None = None,
     ):
         super().__init__(name=name)
-        self._vocab_file = os.fspath(vocab_file)
+        if isinstance(vocab_file, Mapping):
+            self._vocab_file = "(a vocabulary given as a mapping)"
+            vocab = vocab_file
+        else:
+            self._vocab_file = os.fspath(vocab_file)
+            vocab = load_vocab(vocab_file)
         self.do_lower_case = do_lower_case
         self.max_input_chars_per_word = max_input_chars_per_word
-        vocab = load_vocab(vocab_file)
         if self._UNK_TOKEN not in vocab:
             raise ValueError(
                 f"{self._vocab_file} has no {self._UNK_TOKEN!r} line; the tokenizer emits it for "
@@ -545,8 +560,12 @@ class FastWordpieceBertTokenizer(tf.Module):
             token: vocab[token] for token in self._SPECIAL_TOKENS if token in vocab
         }
         self.vocab_size = max(vocab.values()) + 1
+        tokens_by_id = self._wordpiece_vocab(vocab)
+        # A numpy array, not a list: tf.Module would wrap a list for checkpoint tracking, which
+        # slows every lookup of `convert_ids_to_tokens`.
+        self.tokens_by_id = np.array(tokens_by_id, dtype=object)
         self._wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._wordpiece_vocab(vocab),
+            vocab=tokens_by_id,
             suffix_indicator="##",
             # A UTF-8 character has at most 4 bytes, so this byte limit never cuts a word that
             # the character limit (applied in `tokenize`) lets through.
@@ -593,6 +612,33 @@ class FastWordpieceBertTokenizer(tf.Module):
     @property
     def unk_id(self) -> int:
         return self._special_id("[UNK]")
+
+    def convert_ids_to_tokens(self, ids) -> list[str]:
+        """The tokens of int `ids` (as `FullTokenizer.convert_ids_to_tokens` for the ids that
+        tokenizing can produce)."""
+        return self.tokens_by_id[np.asarray(ids, np.int64)].tolist()
+
+    def tokenize_in_batches(
+        self, texts: Sequence[str], batch_size: int = 50_000
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of each of many Python strings, tokenized `batch_size` strings per call.
+
+        For the pipelines that need ids in numpy (SQuAD windows, tagged words, feature
+        extraction): one call per batch instead of one per string, which would cost the fixed
+        time of running the ops for every word.
+
+        Returns:
+          (ids, row_splits): int32 [total pieces] and int64 [len(texts) + 1]; the pieces of
+          texts[i] are ids[row_splits[i]:row_splits[i + 1]] (none for a text that holds no word).
+        """
+        values, lengths = [], []
+        for start in range(0, len(texts), batch_size):
+            pieces = self.tokenize(tf.constant(list(texts[start : start + batch_size]), tf.string))
+            values.append(pieces.flat_values.numpy())
+            lengths.append(pieces.row_lengths().numpy())
+        ids = np.concatenate(values) if values else np.zeros([0], np.int32)
+        row_lengths = np.concatenate(lengths) if lengths else np.zeros([0], np.int64)
+        return ids, np.concatenate([[0], np.cumsum(row_lengths)]).astype(np.int64)
 
     def _special_id(self, token: str) -> int:
         if token not in self._special_ids:
@@ -821,3 +867,43 @@ class FastWordpieceBertTokenizer(tf.Module):
             tf.strings.regex_full_match(text, self._needs_exact_lower_pattern)
         )
         return tf.cond(needs_exact, exact_lower, lambda: tf.strings.lower(text, encoding="utf-8"))
+
+
+# FullTokenizer -> (its settings, the FastWordpieceBertTokenizer over its vocabulary); weak so
+# that the cache does not keep tokenizers alive.
+_FAST_TWINS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def as_fast_tokenizer(
+    tokenizer: FastWordpieceBertTokenizer | FullTokenizer,
+) -> FastWordpieceBertTokenizer:
+    """The tokenizer a pipeline runs: `tokenizer` itself, or for a `FullTokenizer` (the
+    original's API, which pipelines accept) a FastWordpieceBertTokenizer over the same
+    vocabulary, casing and word length limit, made once per FullTokenizer.
+
+    Raises:
+      TypeError: `tokenizer` is neither.
+    """
+    if isinstance(tokenizer, FastWordpieceBertTokenizer):
+        return tokenizer
+    if not isinstance(tokenizer, FullTokenizer):
+        raise TypeError(
+            f"expected a FastWordpieceBertTokenizer or a FullTokenizer, got {type(tokenizer)}"
+        )
+    settings = (
+        tokenizer.basic_tokenizer.do_lower_case,
+        tokenizer.wordpiece_tokenizer.max_input_chars_per_word,
+        tokenizer.wordpiece_tokenizer.unk_token,
+    )
+    cached = _FAST_TWINS.get(tokenizer)
+    if cached is None or cached[0] != settings:
+        if settings[2] != FastWordpieceBertTokenizer._UNK_TOKEN:
+            raise ValueError(
+                f"FullTokenizer with unk_token {settings[2]!r}: the fast tokenizer emits "
+                f"{FastWordpieceBertTokenizer._UNK_TOKEN!r}"
+            )
+        fast = FastWordpieceBertTokenizer(
+            tokenizer.vocab, do_lower_case=settings[0], max_input_chars_per_word=settings[1]
+        )
+        cached = _FAST_TWINS[tokenizer] = (settings, fast)
+    return cached[1]

@@ -1,13 +1,18 @@
 """Raw text to encoder inputs in TensorFlow ops: tokenize, trim, [CLS] A [SEP] (B [SEP]), pad.
 
-One module does this for fine-tuning data, for serving exports and for TF Hub preprocessors, so
-what a model is trained on and what it is served are made by the same ops.
+The one packer of the library: classification, tagging, SQuAD windows, feature extraction,
+serving exports and TF Hub preprocessors all pack with `BertInputPacker.pack_ids` (the pipelines
+that hold their ids in numpy through `pack_id_arrays`, the same ops run eagerly), so what a model
+is trained on and what it is served are made by the same ops, and the layout and the original's
+truncation rule are written once.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
@@ -20,7 +25,8 @@ class BertInputPacker(tf.Module):
     A pair is trimmed to `max_seq_length - 3` wordpieces by `tensorflow_text.RoundRobinTrimmer`,
     which gives exactly the original `_truncate_seq_pair` (one token at a time off the longer
     side; on a tie, off B); a single text is cut to `max_seq_length - 2`. [CLS] and [SEP] come
-    from the vocabulary. A is segment 0 (with [CLS] and its [SEP]), B segment 1.
+    from the vocabulary. A is segment 0 (with [CLS] and its [SEP]), B segment 1; where each
+    segment lands in a row is `segment_starts`.
 
     Args:
       tokenizer: a FastWordpieceBertTokenizer (or a vocab file path with `do_lower_case`).
@@ -92,3 +98,41 @@ class BertInputPacker(tf.Module):
         if text_b is not None:
             segments.append(self.tokenizer.tokenize(text_b))
         return self.pack_ids(segments)
+
+    def pack_id_arrays(
+        self, segments: Sequence[Sequence[Sequence[int]]], seq_length: int | None = None
+    ) -> dict[str, np.ndarray]:
+        """`pack_ids` for ids held in Python: 1 or 2 segments, each a sequence of `batch` id
+        sequences (lists or numpy arrays of ints, one per example).
+
+        Returns:
+          {"input_word_ids", "input_mask", "input_type_ids"}: numpy int32 [batch,
+          seq_length].
+        """
+        if len({len(segment) for segment in segments}) > 1:
+            raise ValueError(
+                f"segments hold different numbers of examples: {[len(s) for s in segments]}"
+            )
+        ragged = []
+        for segment in segments:
+            lengths = np.array([len(ids) for ids in segment], np.int64)
+            values = (
+                np.concatenate([np.asarray(ids, np.int32) for ids in segment])
+                if len(segment)
+                else np.zeros([0], np.int32)
+            )
+            ragged.append(tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths))
+        packed = self.pack_ids(ragged, seq_length)
+        return {name: value.numpy() for name, value in packed.items()}
+
+    @staticmethod
+    def segment_starts(segment_lengths: Sequence[int]) -> list[int]:
+        """The position in a packed row of each segment's first piece, for segments of
+        `segment_lengths` pieces after trimming: [CLS] comes first and a [SEP] closes each
+        segment, so [1] for one segment and [1, 2 + len(A)] for two (the layout `pack_ids`
+        makes; a test checks the two agree)."""
+        starts, position = [], 1
+        for length in segment_lengths:
+            starts.append(position)
+            position += int(length) + 1
+        return starts

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
 
-from official_bert.data.packing import pack_segments, pad_features
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -65,15 +67,46 @@ def read_text_examples(input_file: str) -> Iterator[TextExample]:
 
 
 def convert_text_examples(
-    examples: Iterable[TextExample], tokenizer, max_seq_length: int
+    examples: Iterable[TextExample],
+    tokenizer: FastWordpieceBertTokenizer | FullTokenizer,
+    max_seq_length: int,
+    examples_per_batch: int = 1024,
 ) -> Iterator[TokenFeatures]:
     """Tokenizes and packs examples as the original extract_features.py (pairs truncated
-    longest-first to max_seq_length - 3, single texts to max_seq_length - 2)."""
-    for example in examples:
-        tokens_a = tokenizer.tokenize(example.text_a)
-        tokens_b = tokenizer.tokenize(example.text_b) if example.text_b is not None else None
-        tokens, segment_ids = pack_segments(tokens_a, tokens_b, max_seq_length)
-        input_ids, input_mask, input_type_ids = pad_features(
-            tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length
-        )
-        yield TokenFeatures(example.unique_id, tokens, input_ids, input_mask, input_type_ids)
+    longest-first to max_seq_length - 3, single texts to max_seq_length - 2), streaming.
+
+    Text becomes ids through the fast tokenizer (a FullTokenizer is replaced by its fast twin,
+    `as_fast_tokenizer`) and is packed by BertInputPacker, `examples_per_batch` examples per
+    call; the features come out in the order of `examples`.
+    """
+    tokenizer = as_fast_tokenizer(tokenizer)
+    packer = BertInputPacker(tokenizer, max_seq_length)
+    iterator = iter(examples)
+    while batch := list(itertools.islice(iterator, examples_per_batch)):
+        ids, splits = tokenizer.tokenize_in_batches([example.text_a for example in batch])
+        pieces_a = [ids[splits[i] : splits[i + 1]] for i in range(len(batch))]
+        pairs = [index for index, example in enumerate(batch) if example.text_b is not None]
+        ids, splits = tokenizer.tokenize_in_batches([batch[index].text_b for index in pairs])
+        pieces_b = {index: ids[splits[row] : splits[row + 1]] for row, index in enumerate(pairs)}
+        # Single texts and pairs are packed apart: a pair has one more [SEP] to make room for.
+        singles = [index for index, example in enumerate(batch) if example.text_b is None]
+        packed_rows = {}
+        for indexes, segments in (
+            (singles, [[pieces_a[index] for index in singles]]),
+            (pairs, [[pieces_a[index] for index in pairs], [pieces_b[index] for index in pairs]]),
+        ):
+            if not indexes:
+                continue
+            packed = packer.pack_id_arrays(segments)
+            for row, index in enumerate(indexes):
+                packed_rows[index] = {name: value[row].tolist() for name, value in packed.items()}
+        for index, example in enumerate(batch):
+            row = packed_rows[index]
+            length = sum(row["input_mask"])
+            yield TokenFeatures(
+                example.unique_id,
+                tokenizer.convert_ids_to_tokens(row["input_word_ids"][:length]),
+                row["input_word_ids"],
+                row["input_mask"],
+                row["input_type_ids"],
+            )

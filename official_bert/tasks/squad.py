@@ -42,7 +42,7 @@ from official_bert.tasks.finetuning import (
     validate_init_source,
 )
 from official_bert.tasks.squad_objective import squad_loss_fn
-from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
+from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 from official_bert.training.prediction import predict
 
 
@@ -223,7 +223,7 @@ class SquadTask(FinetuningTask):
                 self.num_warmup_steps(),
             )
         if options.do_predict:
-            tokenizer = FullTokenizer(options.vocab_file, options.do_lower_case)
+            tokenizer = FastWordpieceBertTokenizer(options.vocab_file, options.do_lower_case)
             self.predict_examples = read_squad_examples(
                 options.predict_file, False, options.version_2_with_negative
             ).examples

@@ -1,4 +1,5 @@
-"""BertInputPacker (TF ops) packs exactly as the original pure-Python path."""
+"""BertInputPacker (TF ops) packs exactly as the original run_classifier.py
+`convert_single_example` (written out below as the oracle)."""
 
 import csv
 
@@ -7,17 +8,50 @@ import pytest
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.packing import pack_segments, pad_features
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import SHARED
 
 MRPC_DEV = SHARED / "data" / "glue" / "MRPC" / "dev.tsv"
 
 
+def _truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """The original run_classifier.py `_truncate_seq_pair`, as released."""
+    while True:
+        total_length = len(tokens_a) + len(tokens_b)
+        if total_length <= max_length:
+            break
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def _original_packing(tokens_a, tokens_b, max_seq_length, cls="[CLS]", sep="[SEP]"):
+    """The packing of the original `convert_single_example`: (input_ids or tokens, input_mask,
+    segment_ids), padded with 0."""
+    tokens_a = list(tokens_a)
+    if tokens_b is not None:
+        tokens_b = list(tokens_b)
+        _truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    elif len(tokens_a) > max_seq_length - 2:
+        tokens_a = tokens_a[0 : (max_seq_length - 2)]
+    tokens = [cls, *tokens_a, sep]
+    segment_ids = [0] * len(tokens)
+    if tokens_b is not None:
+        tokens += [*tokens_b, sep]
+        segment_ids += [1] * (len(tokens_b) + 1)
+    padding = [0] * (max_seq_length - len(tokens))
+    return tokens + padding, [1] * len(tokens) + padding, segment_ids + padding
+
+
 def _reference(tokenizer, text_a, text_b, max_seq_length):
     tokens_b = tokenizer.tokenize(text_b) if text_b is not None else None
-    tokens, segment_ids = pack_segments(tokenizer.tokenize(text_a), tokens_b, max_seq_length)
-    return pad_features(tokenizer.convert_tokens_to_ids(tokens), segment_ids, max_seq_length)
+    tokens, mask, segment_ids = _original_packing(
+        tokenizer.tokenize(text_a), tokens_b, max_seq_length
+    )
+    real = sum(mask)
+    ids = tokenizer.convert_tokens_to_ids(tokens[:real]) + tokens[real:]
+    return ids, mask, segment_ids
 
 
 @pytest.mark.parametrize("max_seq_length", [8, 24, 128])
@@ -47,22 +81,46 @@ def test_pairs_and_single_texts_equal_the_original_packing(minilm_dir, max_seq_l
 def test_trimming_matches_truncate_seq_pair_for_every_length_pair(minilm_dir):
     packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 10)
     cls_id, sep_id = packer.tokenizer.cls_id, packer.tokenizer.sep_id
-    for length_a in range(0, 12):
-        for length_b in range(0, 12):
-            a = tf.RaggedTensor.from_row_lengths(tf.range(length_a) + 1000, [length_a])
-            b = tf.RaggedTensor.from_row_lengths(tf.range(length_b) + 2000, [length_b])
-            packed = packer.pack_ids([a, b])
-            tokens, segments = pack_segments(
-                list(range(1000, 1000 + length_a)), list(range(2000, 2000 + length_b)), 10
-            )
-            ids = [cls_id if t == "[CLS]" else sep_id if t == "[SEP]" else t for t in tokens]
-            expected_ids, expected_mask, expected_types = pad_features(ids, segments, 10)
-            assert packed["input_word_ids"].numpy()[0].tolist() == expected_ids, (
-                length_a,
-                length_b,
-            )
-            assert packed["input_mask"].numpy()[0].tolist() == expected_mask
-            assert packed["input_type_ids"].numpy()[0].tolist() == expected_types
+    lengths = [(length_a, length_b) for length_a in range(12) for length_b in range(12)]
+    segments_a = [list(range(1000, 1000 + length_a)) for length_a, _ in lengths]
+    segments_b = [list(range(2000, 2000 + length_b)) for _, length_b in lengths]
+    packed = packer.pack_ids(
+        [tf.ragged.constant(segments_a, tf.int32), tf.ragged.constant(segments_b, tf.int32)]
+    )
+    # The numpy front end runs the same ops.
+    arrays = packer.pack_id_arrays([segments_a, segments_b])
+    for row, (a, b) in enumerate(zip(segments_a, segments_b, strict=True)):
+        expected_ids, expected_mask, expected_types = _original_packing(a, b, 10, cls_id, sep_id)
+        assert packed["input_word_ids"].numpy()[row].tolist() == expected_ids, lengths[row]
+        assert packed["input_mask"].numpy()[row].tolist() == expected_mask
+        assert packed["input_type_ids"].numpy()[row].tolist() == expected_types
+        assert arrays["input_word_ids"][row].tolist() == expected_ids
+        assert arrays["input_type_ids"][row].tolist() == expected_types
+        # segment_starts finds each segment where the packer put it.
+        kept_a = expected_ids[1 : expected_ids.index(sep_id)]
+        kept_b = expected_ids[len(kept_a) + 2 : sum(expected_mask) - 1]
+        start_a, start_b = packer.segment_starts([len(kept_a), len(kept_b)])
+        assert expected_ids[start_a : start_a + len(kept_a)] == a[: len(kept_a)]
+        assert expected_ids[start_b : start_b + len(kept_b)] == b[: len(kept_b)]
+        assert expected_types[start_b - 1 : start_b + 1] == [0, 1]
+
+
+def test_ties_trim_the_second_segment_and_single_texts_keep_their_start(minilm_dir):
+    packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 8)
+    cls_id, sep_id = packer.tokenizer.cls_id, packer.tokenizer.sep_id
+    # 4 + 4 pieces into 8 - 3: [1 2 3] [11 12] (the original pops B when both are as long).
+    pair = packer.pack_id_arrays([[[1, 2, 3, 4]], [[11, 12, 13, 14]]])
+    assert pair["input_word_ids"][0].tolist() == [cls_id, 1, 2, 3, sep_id, 11, 12, sep_id]
+    assert pair["input_type_ids"][0].tolist() == [0, 0, 0, 0, 0, 1, 1, 1]
+    single = packer.pack_id_arrays([[list(range(1, 10)), [5]]])
+    assert single["input_word_ids"].tolist() == [
+        [cls_id, 1, 2, 3, 4, 5, 6, sep_id],
+        [cls_id, 5, sep_id, 0, 0, 0, 0, 0],
+    ]
+    assert single["input_mask"][1].tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert single["input_word_ids"].dtype == np.int32
+    with pytest.raises(ValueError, match=r"different numbers of examples: \[2, 1\]"):
+        packer.pack_id_arrays([[[1], [2]], [[3]]])
 
 
 def test_too_short_max_seq_length_is_refused(minilm_dir):

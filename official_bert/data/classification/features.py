@@ -18,7 +18,7 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.classification.examples import ClassifierExample, DataProcessor
+from official_bert.data.classification.data_processor import ClassifierExample, DataProcessor
 from official_bert.data.completed_outputs import (
     file_signature,
     read_completed_summary,

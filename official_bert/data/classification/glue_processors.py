@@ -11,7 +11,7 @@ import os
 
 import tensorflow as tf
 
-from official_bert.data.classification.examples import (
+from official_bert.data.classification.data_processor import (
     ClassifierDataError,
     ClassifierExample,
     DataProcessor,

@@ -6,6 +6,10 @@ A token seen by several windows is scored only in the window where it has the mo
 (`token_is_max_context`). Features get unique ids counting from 1000000000. An answer outside a
 window, or an impossible question, is labelled at [CLS] (position 0).
 
+As the original, each whitespace word of a context is tokenized on its own (the word<->piece maps
+need it); here all words go through FastWordpieceBertTokenizer as one batch of words, and the
+windows are packed by BertInputPacker, the library's one tokenizer and packer.
+
 TFRecord features (the original FeatureWriter's): unique_ids (int64 [1]), input_ids, input_mask,
 segment_ids (int64 [max_seq_length]); training files add start_positions, end_positions and
 is_impossible (int64 [1]).
@@ -16,12 +20,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.completed_outputs import (
     file_signature,
     read_completed_summary,
@@ -31,7 +37,7 @@ from official_bert.data.completed_outputs import (
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.squad.examples import SquadExample, read_squad_examples
 from official_bert.side_file_names import summary_path
-from official_bert.tokenization import FullTokenizer
+from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
 
 FIRST_UNIQUE_ID = 1000000000
 # Bumped when what is written for the same inputs changes, so cached files are redone.
@@ -99,25 +105,88 @@ def check_is_max_context(spans: list[DocSpan], span_index: int, position: int) -
 
 
 def improve_answer_span(
-    doc_tokens: list[str],
+    doc_pieces: Sequence[int],
     input_start: int,
     input_end: int,
-    tokenizer: FullTokenizer,
-    orig_answer_text: str,
+    answer_pieces: Sequence[int],
 ) -> tuple[int, int]:
-    """The shortest wordpiece span inside [input_start, input_end] whose text is the tokenized
-    answer: "(1895-1943)." with answer "1895" maps to the "1895" piece, not the whole word."""
-    answer = " ".join(tokenizer.tokenize(orig_answer_text))
+    """The shortest wordpiece span inside [input_start, input_end] whose pieces are the tokenized
+    answer's: "(1895-1943)." with answer "1895" maps to the "1895" piece, not the whole word.
+
+    The original compares the pieces' strings joined by spaces; pieces hold no spaces and each
+    has one id, so comparing ids is the same test.
+    """
+    answer = np.asarray(answer_pieces).tolist()
+    doc_pieces = np.asarray(doc_pieces).tolist()
     for new_start in range(input_start, input_end + 1):
         for new_end in range(input_end, new_start - 1, -1):
-            if " ".join(doc_tokens[new_start : new_end + 1]) == answer:
+            if doc_pieces[new_start : new_end + 1] == answer:
                 return new_start, new_end
     return input_start, input_end
 
 
+@dataclasses.dataclass(frozen=True)
+class _DocumentPieces:
+    """A context's wordpieces, each whitespace word tokenized on its own as the original does.
+
+    pieces: int32 [num_pieces] ids. piece_to_word: int [num_pieces] the word (index into
+    doc_tokens) of each piece. word_to_first_piece: int [num_words] the index of each word's first
+    piece (of the next word's when the word has none, e.g. control characters only).
+    """
+
+    pieces: np.ndarray
+    piece_to_word: np.ndarray
+    word_to_first_piece: np.ndarray
+
+
+def _tokenize_documents(
+    examples: list[SquadExample], tokenizer: FastWordpieceBertTokenizer
+) -> list[_DocumentPieces]:
+    """The pieces of each example's context; the questions of one paragraph share its
+    doc_tokens list (read_squad_examples), which is tokenized once, with all words of all
+    contexts in one batch of words."""
+    contexts: list[list[str]] = []
+    context_of_example, context_index = [], {}
+    for example in examples:
+        key = id(example.doc_tokens)
+        if key not in context_index:
+            context_index[key] = len(contexts)
+            contexts.append(example.doc_tokens)
+        context_of_example.append(context_index[key])
+    words = [word for doc_tokens in contexts for word in doc_tokens]
+    ids, row_splits = tokenizer.tokenize_in_batches(words)
+    tokenized, first_word = [], 0
+    for doc_tokens in contexts:
+        splits = row_splits[first_word : first_word + len(doc_tokens) + 1]
+        first_word += len(doc_tokens)
+        tokenized.append(
+            _DocumentPieces(
+                ids[splits[0] : splits[-1]],
+                np.repeat(np.arange(len(doc_tokens)), np.diff(splits)),
+                splits[:-1] - splits[0],
+            )
+        )
+    return [tokenized[index] for index in context_of_example]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Window:
+    """One doc span of one example, before packing."""
+
+    example_index: int
+    span_index: int
+    spans: list[DocSpan]
+    start_position: int | None
+    end_position: int | None
+
+
+# Windows packed per call of BertInputPacker.pack_id_arrays (bounds the memory of one call).
+_WINDOWS_PER_PACK = 4096
+
+
 def convert_examples_to_features(
     examples: list[SquadExample],
-    tokenizer: FullTokenizer,
+    tokenizer: FastWordpieceBertTokenizer | FullTokenizer,
     max_seq_length: int,
     doc_stride: int,
     max_query_length: int,
@@ -125,79 +194,106 @@ def convert_examples_to_features(
 ) -> list[SquadFeature]:
     """Every window of every example, in order, unique ids from FIRST_UNIQUE_ID.
 
+    Text becomes ids through the fast tokenizer (a FullTokenizer given here is replaced by its
+    fast twin, `as_fast_tokenizer`), in a few batched calls: the questions, the answers, and the
+    whitespace words of every context as one batch of words. Windows are packed by
+    BertInputPacker ([CLS] question [SEP] window [SEP]). The features equal the original's.
+
     Raises:
       ValueError: max_seq_length leaves no room for the document (<= max_query_length + 3).
     """
     check_squad_lengths(max_seq_length, max_query_length)
-    features = []
-    unique_id = FIRST_UNIQUE_ID
+    tokenizer = as_fast_tokenizer(tokenizer)
+    packer = BertInputPacker(tokenizer, max_seq_length)
+    query_ids, query_splits = tokenizer.tokenize_in_batches([e.question_text for e in examples])
+    queries = [
+        query_ids[query_splits[i] : min(query_splits[i + 1], query_splits[i] + max_query_length)]
+        for i in range(len(examples))
+    ]
+    documents = _tokenize_documents(examples, tokenizer)
+    answered = [
+        index for index, example in enumerate(examples) if is_training and not example.is_impossible
+    ]
+    answer_ids, answer_splits = tokenizer.tokenize_in_batches(
+        [examples[index].orig_answer_text for index in answered]
+    )
+    answers = {
+        index: answer_ids[answer_splits[row] : answer_splits[row + 1]]
+        for row, index in enumerate(answered)
+    }
+
+    windows = []
     for example_index, example in enumerate(examples):
-        query_tokens = tokenizer.tokenize(example.question_text)[:max_query_length]
-        tok_to_orig_index, orig_to_tok_index, all_doc_tokens = [], [], []
-        for index, token in enumerate(example.doc_tokens):
-            orig_to_tok_index.append(len(all_doc_tokens))
-            for sub_token in tokenizer.tokenize(token):
-                tok_to_orig_index.append(index)
-                all_doc_tokens.append(sub_token)
-
+        document = documents[example_index]
+        num_pieces = len(document.pieces)
         tok_start = tok_end = None
-        if is_training and not example.is_impossible:
-            tok_start = orig_to_tok_index[example.start_position]
+        if example_index in answers:
+            tok_start = int(document.word_to_first_piece[example.start_position])
             if example.end_position < len(example.doc_tokens) - 1:
-                tok_end = orig_to_tok_index[example.end_position + 1] - 1
+                tok_end = int(document.word_to_first_piece[example.end_position + 1]) - 1
             else:
-                tok_end = len(all_doc_tokens) - 1
+                tok_end = num_pieces - 1
             tok_start, tok_end = improve_answer_span(
-                all_doc_tokens, tok_start, tok_end, tokenizer, example.orig_answer_text
+                document.pieces, tok_start, tok_end, answers[example_index]
             )
-
-        spans = doc_spans(len(all_doc_tokens), max_seq_length - len(query_tokens) - 3, doc_stride)
+        query_length = len(queries[example_index])
+        spans = doc_spans(num_pieces, max_seq_length - query_length - 3, doc_stride)
         for span_index, span in enumerate(spans):
-            tokens = ["[CLS]", *query_tokens, "[SEP]"]
-            segment_ids = [0] * len(tokens)
-            token_to_orig_map, token_is_max_context = {}, {}
-            for i in range(span.length):
-                split_index = span.start + i
-                token_to_orig_map[len(tokens)] = tok_to_orig_index[split_index]
-                token_is_max_context[len(tokens)] = check_is_max_context(
-                    spans, span_index, split_index
-                )
-                tokens.append(all_doc_tokens[split_index])
-                segment_ids.append(1)
-            tokens.append("[SEP]")
-            segment_ids.append(1)
-            input_ids = tokenizer.convert_tokens_to_ids(tokens)
-            padding = [0] * (max_seq_length - len(input_ids))
-            input_mask = [1] * len(input_ids) + padding
-            input_ids = input_ids + padding
-            segment_ids = segment_ids + padding
-
             start_position = end_position = None
             if is_training:
                 # Impossible questions and answers outside this window point at [CLS].
                 start_position = end_position = 0
                 span_end = span.start + span.length - 1
-                if not example.is_impossible and span.start <= tok_start and tok_end <= span_end:
-                    offset = len(query_tokens) + 2
+                if tok_start is not None and span.start <= tok_start and tok_end <= span_end:
+                    offset = BertInputPacker.segment_starts([query_length, span.length])[1]
                     start_position = tok_start - span.start + offset
                     end_position = tok_end - span.start + offset
+            windows.append(_Window(example_index, span_index, spans, start_position, end_position))
+
+    features = []
+    for first in range(0, len(windows), _WINDOWS_PER_PACK):
+        chunk = windows[first : first + _WINDOWS_PER_PACK]
+        spans = [window.spans[window.span_index] for window in chunk]
+        packed = packer.pack_id_arrays(
+            [
+                [queries[window.example_index] for window in chunk],
+                [
+                    documents[window.example_index].pieces[span.start : span.start + span.length]
+                    for window, span in zip(chunk, spans, strict=True)
+                ],
+            ]
+        )
+        for row, (window, span) in enumerate(zip(chunk, spans, strict=True)):
+            example_index = window.example_index
+            input_ids = packed["input_word_ids"][row].tolist()
+            input_mask = packed["input_mask"][row].tolist()
+            length = sum(input_mask)
+            query_length = len(queries[example_index])
+            offset = BertInputPacker.segment_starts([query_length, span.length])[1]
+            piece_to_word = documents[example_index].piece_to_word
+            token_to_orig_map = {
+                offset + i: int(piece_to_word[span.start + i]) for i in range(span.length)
+            }
+            token_is_max_context = {
+                offset + i: check_is_max_context(window.spans, window.span_index, span.start + i)
+                for i in range(span.length)
+            }
             features.append(
                 SquadFeature(
-                    unique_id,
+                    FIRST_UNIQUE_ID + len(features),
                     example_index,
-                    span_index,
-                    tokens,
+                    window.span_index,
+                    tokenizer.convert_ids_to_tokens(input_ids[:length]),
                     token_to_orig_map,
                     token_is_max_context,
                     input_ids,
                     input_mask,
-                    segment_ids,
-                    start_position,
-                    end_position,
-                    example.is_impossible,
+                    packed["input_type_ids"][row].tolist(),
+                    window.start_position,
+                    window.end_position,
+                    examples[example_index].is_impossible,
                 )
             )
-            unique_id += 1
     return features
 
 
@@ -304,7 +400,7 @@ def prepare_squad_train_records(
     read = read_squad_examples(train_file, True, version_2_with_negative)
     if not read.examples:
         raise ValueError(f"{train_file}: no training examples")
-    tokenizer = FullTokenizer(vocab_file, do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case)
     features = convert_examples_to_features(
         read.examples, tokenizer, max_seq_length, doc_stride, max_query_length, True
     )

@@ -17,7 +17,7 @@ import os
 
 import tensorflow as tf
 
-from official_bert.data.classification.examples import (
+from official_bert.data.classification.data_processor import (
     SPLITS,
     ClassifierDataError,
     register_processor,

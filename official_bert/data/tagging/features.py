@@ -1,7 +1,7 @@
 """Tagged sentences as TFRecords for token tagging, and their predictions back to words.
 
-Each word is tokenized on its own (the pieces of `FullTokenizer` for that word) and its tag goes
-on its first wordpiece; the other pieces, [CLS], [SEP] and padding carry weight 0, so loss and
+Each word is tokenized on its own (the fast tokenizer's pieces for that word, which are
+`FullTokenizer`'s; all words in one batch) and its tag goes on its first wordpiece; the other pieces, [CLS], [SEP] and padding carry weight 0, so loss and
 metrics count each word once (the BERT paper's NER setup, section 5.3). A sentence longer than
 max_seq_length - 2 pieces is split at word boundaries into several records, so every word is
 tagged (a single word longer than that keeps its first max_seq_length - 2 pieces).
@@ -39,14 +39,12 @@ def _word_pieces(words: list[str], packer: BertInputPacker, batch_size: int) -> 
     """The wordpiece ids of each word (int32 arrays); a word the tokenizer drops entirely
     (control characters only) becomes [UNK], so that it still gets a prediction."""
     tokenizer = packer.tokenizer
-    pieces = []
-    for start in range(0, len(words), batch_size):
-        ragged = tokenizer.tokenize(tf.constant(words[start : start + batch_size], tf.string))
-        values = ragged.flat_values.numpy()
-        splits = ragged.row_splits.numpy()
-        pieces += np.split(values, splits[1:-1])
+    ids, splits = tokenizer.tokenize_in_batches(words, batch_size)
     unk = np.array([tokenizer.unk_id], np.int32)
-    return [word if len(word) else unk for word in pieces]
+    return [
+        ids[start:end] if end > start else unk
+        for start, end in zip(splits[:-1], splits[1:], strict=True)
+    ]
 
 
 def encode_tagged_sentences(
@@ -89,22 +87,23 @@ def encode_tagged_sentences(
             chunk.append((word, tag_ids.get(tag, 0)))
             used += len(word)
         chunks.append((index, chunk))
+    # Each chunk fits max_seq_length - 2 pieces, so the packer trims nothing.
+    packed = packer.pack_id_arrays(
+        [[np.concatenate([word for word, _ in chunk]) for _, chunk in chunks]]
+    )
     arrays = {
-        "input_ids": np.zeros([len(chunks), length], np.int64),
-        "input_mask": np.zeros([len(chunks), length], np.int64),
-        "segment_ids": np.zeros([len(chunks), length], np.int64),
+        "input_ids": packed["input_word_ids"].astype(np.int64),
+        "input_mask": packed["input_mask"].astype(np.int64),
+        "segment_ids": packed["input_type_ids"].astype(np.int64),
         "label_ids": np.zeros([len(chunks), length], np.int64),
         "label_weights": np.zeros([len(chunks), length], np.float32),
         "is_real_example": np.ones([len(chunks), 1], np.int64),
         "sentence_index": np.zeros([len(chunks), 1], np.int64),
     }
     for row, (index, chunk) in enumerate(chunks):
-        ids = np.concatenate(
-            [[packer.tokenizer.cls_id], *[word for word, _ in chunk], [packer.tokenizer.sep_id]]
-        )
-        starts = 1 + np.cumsum([0] + [len(word) for word, _ in chunk[:-1]])
-        arrays["input_ids"][row, : len(ids)] = ids
-        arrays["input_mask"][row, : len(ids)] = 1
+        word_lengths = [len(word) for word, _ in chunk]
+        (segment_start,) = packer.segment_starts([sum(word_lengths)])
+        starts = segment_start + np.cumsum([0, *word_lengths[:-1]])
         arrays["label_ids"][row, starts] = [tag for _, tag in chunk]
         arrays["label_weights"][row, starts] = 1.0
         arrays["sentence_index"][row, 0] = index
