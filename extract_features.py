@@ -8,6 +8,8 @@ init_checkpoint may be an original TF1 checkpoint, a safetensors file (HF BERT n
 config.json works as bert_config_file) or one of this project's checkpoints.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 import tensorflow as tf
 from absl import app, flags, logging
 

@@ -13,6 +13,8 @@ output_dir/<task>/test_results.tsv (run_classifier.py's format).
 The layout of output_dir: official_bert/training/multitask_finetuning.py.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 from absl import app, flags
 
 from official_bert.data.classification.examples import processor_names

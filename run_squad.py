@@ -8,6 +8,8 @@
     --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 import os
 
 from absl import app, flags
