@@ -2,7 +2,9 @@
 
 Each script imports this module first, before anything else imports tensorflow:
 
-  import _quiet_start  # noqa: F401  (before TensorFlow loads: no CUDA/oneDNN start-up lines)
+  import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+(`isort: skip` keeps it first: ruff would sort it, a first-party module, after absl.)
 
 On a machine without a GPU, `import tensorflow` prints, from C++ and before TensorFlow reads
 TF_CPP_MIN_LOG_LEVEL (so that variable cannot hide them), "oneDNN custom operations are on",
