@@ -7,6 +7,8 @@ bert_config.json (or HF config.json) and vocab.txt are read from beside the inpu
 and written beside the output.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 from absl import app, flags
 
 from official_bert.checkpoints import CHECKPOINT_FORMATS

@@ -8,6 +8,8 @@
 Streams the corpus in chunks over --num_workers processes; memory does not grow with the corpus.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 import os
 
 from absl import app, flags

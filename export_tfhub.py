@@ -12,6 +12,8 @@ Load an encoder with `tensorflow_hub.KerasLayer` (tf_keras), `keras.layers.TFSML
 `import tensorflow_text`.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 from absl import app, flags
 
 from official_bert.checkpoints import CHECKPOINT_FORMATS

@@ -8,6 +8,9 @@ init_checkpoint may be an original TF1 checkpoint, a safetensors file (HF BERT n
 config.json works as bert_config_file) or one of this project's checkpoints.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+
 from absl import app, flags
 
 from official_bert.option_flags import define_option_flags, options_from_flags

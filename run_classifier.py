@@ -8,6 +8,9 @@ on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--
     --train_batch_size=32 --learning_rate=2e-5 --num_train_epochs=3.0 --output_dir=/tmp/mrpc_output/
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+
 from absl import app, flags
 
 from official_bert.option_flags import define_option_flags, options_from_flags

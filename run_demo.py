@@ -8,6 +8,8 @@ predictions for raw sentences from the exported SavedModels. About 3 minutes on 
 --quick runs the same stages with fewer steps.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
 import os
 
 from absl import app, flags

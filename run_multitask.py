@@ -13,6 +13,9 @@ output_dir/<task>/test_results.tsv (run_classifier.py's format).
 The layout of output_dir: official_bert/tasks/multitask.py.
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+
 from absl import app, flags
 
 from official_bert.option_flags import define_option_flags, options_from_flags

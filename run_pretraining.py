@@ -9,6 +9,9 @@ the pre-training ablations of the BERT paper (section 5.1).
     --num_train_steps=20 --num_warmup_steps=10 --learning_rate=2e-5
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+
 from absl import app, flags
 
 from official_bert.option_flags import define_option_flags, options_from_flags

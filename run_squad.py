@@ -8,6 +8,9 @@
     --num_train_epochs=2.0 --max_seq_length=384 --doc_stride=128 --output_dir=/tmp/squad_base/
 """
 
+import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+
 from absl import app, flags
 
 from official_bert.option_flags import define_option_flags, options_from_flags

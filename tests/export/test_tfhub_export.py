@@ -141,9 +141,7 @@ def test_do_lower_case_is_guessed_from_names_then_from_the_vocab(tmp_path):
 
 
 def test_minilm_preprocessor_and_encoder_reproduce_the_reference(minilm_dir, tmp_path):
-    # Reference: ../shared/fixtures/minilm_l6_hf (HF transformers BertModel, its tokenizer).
-    if not (MINILM_FIXTURE / "outputs.npz").exists():
-        pytest.skip(f"fixture not present: {MINILM_FIXTURE}")
+    # Reference: tests/fixtures/minilm_l6_hf (HF transformers BertModel, its tokenizer).
     reference = np.load(MINILM_FIXTURE / "outputs.npz")
     sentences = json.loads((MINILM_FIXTURE / "sentences.json").read_text(encoding="utf-8"))
     vocab_file = str(minilm_dir / "vocab.txt")

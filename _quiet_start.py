@@ -1,0 +1,114 @@
+"""Loads TensorFlow for a top-level script without its start-up lines about CUDA and oneDNN.
+
+Each script imports this module first, before anything else imports tensorflow:
+
+  import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
+
+(`isort: skip` keeps it first: ruff would sort it, a first-party module, after absl.)
+
+On a machine without a GPU, `import tensorflow` prints, from C++ and before TensorFlow reads
+TF_CPP_MIN_LOG_LEVEL (so that variable cannot hide them), "oneDNN custom operations are on",
+"Could not find cuda drivers on your machine" and the CPU instruction note, twice (two of its
+shared libraries log them); the first device listing then logs "failed call to cuInit". None of
+them says anything a CPU user can act on, and they bury the script's own output. So TensorFlow
+is imported and its devices listed here, with the process's stderr (file descriptor 2, where
+C++ writes) sent to a temporary file; afterwards every captured line is written back to stderr
+except those start-up lines. Anything else TensorFlow says, a failed import's traceback included,
+still shows.
+
+TensorFlow's own C++ INFO and WARNING lines (tf.data buffer sizes, XLA's service) are off too:
+TF_CPP_MIN_LOG_LEVEL=2 while TensorFlow loads, which is when it reads the level once for the
+process. The variable is removed again afterwards, so that a script started by this one (the
+demo's stages) decides for itself, as here. The scripts' own progress lines (absl logging, with
+rate and ETA) are Python's and stay.
+
+Asked for, the lines stay: when TF_CPP_MIN_LOG_LEVEL is set in the environment (the user chose
+TensorFlow's logging) or when the command line asks absl for --verbosity=1 or more (`-v 1`,
+`--v=1`, ...). absl parses flags only after the imports, so sys.argv is read here.
+
+A module at the top level, not in official_bert: importing the library imports TensorFlow, and
+the library changes neither the process's output nor its environment.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+# Substrings of the start-up lines dropped (TensorFlow 2.21 on a machine without CUDA drivers).
+START_UP_LINES = (
+    "All log messages before absl::InitializeLog() is called are written to STDERR",
+    "oneDNN custom operations are on",
+    "Could not find cuda drivers on your machine",
+    "failed call to cuInit",
+    "This TensorFlow binary is optimized to use available CPU instructions",
+    "To enable the following instructions:",
+)
+_VERBOSITY_FLAG = re.compile(r"^--?(?:verbosity|v)(?:=(.*))?$")
+
+
+def asked_for_start_up_lines(argv: list[str], environ: dict[str, str]) -> bool:
+    """True when TF_CPP_MIN_LOG_LEVEL is set or argv (the script's flags) asks for
+    --verbosity (short -v) of 1 or more; an unreadable value is left to absl to reject."""
+    if "TF_CPP_MIN_LOG_LEVEL" in environ:
+        return True
+    for index, argument in enumerate(argv):
+        if argument == "--":
+            break
+        match = _VERBOSITY_FLAG.match(argument)
+        if not match:
+            continue
+        value = match.group(1)
+        if value is None and index + 1 < len(argv):
+            value = argv[index + 1]
+        try:
+            if int(value) >= 1:
+                return True
+        except (TypeError, ValueError):
+            pass
+    return False
+
+
+def without_start_up_lines(text: str) -> str:
+    """text less its lines that contain one of START_UP_LINES (line ends kept)."""
+    return "".join(
+        line
+        for line in text.splitlines(keepends=True)
+        if not any(start_up in line for start_up in START_UP_LINES)
+    )
+
+
+# TensorFlow's C++ logging while quiet: ERROR and above (2 hides INFO and WARNING).
+QUIET_LOG_LEVEL = "2"
+
+
+def import_tensorflow_quietly() -> None:
+    """Imports tensorflow and lists its devices with fd 2 captured and TF_CPP_MIN_LOG_LEVEL at
+    QUIET_LOG_LEVEL, then writes back to stderr what was captured, less the start-up lines (all
+    of it when the import raised). TF_CPP_MIN_LOG_LEVEL is unset again on return."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = QUIET_LOG_LEVEL
+    sys.stderr.flush()
+    saved_stderr = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        failed = True
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()  # initializes the platforms: the cuInit line
+            failed = False
+        finally:
+            del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+            sys.stderr.flush()
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+            captured.seek(0)
+            text = captured.read().decode("utf-8", errors="replace")
+            kept = text if failed else without_start_up_lines(text)
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
+
+
+if not asked_for_start_up_lines(sys.argv[1:], os.environ):
+    import_tensorflow_quietly()

@@ -1,0 +1,136 @@
+"""The top-level scripts start without TensorFlow's CUDA/oneDNN start-up lines (_quiet_start.py),
+unless TF_CPP_MIN_LOG_LEVEL is set or --verbosity asks for them."""
+
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+from _quiet_start import START_UP_LINES, asked_for_start_up_lines, without_start_up_lines
+from tests.conftest import ORIGINAL_TINY, REPO_ROOT
+
+SCRIPTS = (
+    "create_pretraining_data.py",
+    "run_pretraining.py",
+    "run_classifier.py",
+    "run_squad.py",
+    "run_multitask.py",
+    "extract_features.py",
+    "export_tfhub.py",
+    "convert_checkpoint.py",
+    "run_demo.py",
+)
+
+
+def _start_up_lines(stderr: str) -> set[str]:
+    """Which of START_UP_LINES the output holds."""
+    return {line for line in START_UP_LINES if line in stderr}
+
+
+def _run(*command, returncode=0, **environment):
+    # conftest.py sets TF_CPP_MIN_LOG_LEVEL for the test process: a user's shell has none.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(environment)
+    result = subprocess.run(
+        [sys.executable, *command], capture_output=True, text=True, env=env, cwd=REPO_ROOT
+    )
+    assert result.returncode == returncode, result.stderr[-3000:]
+    return result
+
+
+HELP_EXIT = 1  # absl exits with 1 after --helpshort
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_every_script_imports_quiet_start_before_anything_else(script):
+    module = ast.parse((REPO_ROOT / script).read_text(encoding="utf-8"))
+    docstring, first = module.body[0], module.body[1]
+    assert isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)
+    assert isinstance(first, ast.Import), f"{script}: the first statement is not an import"
+    assert [alias.name for alias in first.names] == ["_quiet_start"], script
+
+
+def test_help_and_a_tiny_run_print_no_start_up_lines(tmp_path):
+    result = _run("run_classifier.py", "--helpshort", returncode=HELP_EXIT)
+    assert "--task_name" in result.stdout  # the help itself still shows
+    assert _start_up_lines(result.stderr) == set(), result.stderr
+
+    # A run that makes tensors (and so initializes the devices): the original tiny checkpoint
+    # converted to safetensors.
+    result = _run(
+        "convert_checkpoint.py",
+        f"--input_checkpoint={ORIGINAL_TINY / 'bert_model.ckpt'}",
+        f"--output_dir={tmp_path / 'out'}",
+        "--output_format=safetensors",
+    )
+    assert (tmp_path / "out" / "model.safetensors").exists()
+    assert _start_up_lines(result.stderr) == set(), result.stderr
+
+
+def test_the_level_is_left_unset_for_the_scripts_children(tmp_path):
+    # TensorFlow read TF_CPP_MIN_LOG_LEVEL=2 while loading (its INFO lines stay hidden after);
+    # a script started from here (the demo's stages) sees no level and quiets itself.
+    code = (
+        "import _quiet_start, os, sys, tensorflow as tf\n"
+        "with tf.io.TFRecordWriter(sys.argv[1]) as writer: writer.write(b'x')\n"
+        "for _ in tf.data.TFRecordDataset([sys.argv[1]]): pass\n"
+        "print(os.environ.get('TF_CPP_MIN_LOG_LEVEL'))"
+    )
+    result = _run("-c", code, str(tmp_path / "one.tfrecord"))
+    assert result.stdout.strip() == "None"
+    assert _start_up_lines(result.stderr) == set(), result.stderr
+    # TensorFlow 2.21 logs "TFRecordDataset `buffer_size` is unspecified" at INFO level.
+    assert "TFRecordDataset" not in result.stderr, result.stderr
+
+
+def test_asked_for_the_lines_are_those_of_tensorflow_itself():
+    """With --verbosity=1 or TF_CPP_MIN_LOG_LEVEL set, a script prints what a bare
+    `import tensorflow` prints on this machine (none where TensorFlow itself prints none)."""
+    bare = _run("-c", "import tensorflow as tf; tf.config.list_physical_devices()")
+    expected = _start_up_lines(bare.stderr) - {"failed call to cuInit"}  # no devices listed
+    verbose = _run("convert_checkpoint.py", "--helpshort", "--verbosity=1", returncode=HELP_EXIT)
+    assert _start_up_lines(verbose.stderr) >= expected, verbose.stderr
+    chosen = _run(
+        "convert_checkpoint.py", "--helpshort", returncode=HELP_EXIT, TF_CPP_MIN_LOG_LEVEL="0"
+    )
+    assert _start_up_lines(chosen.stderr) >= expected, chosen.stderr
+
+
+@pytest.mark.parametrize(
+    "argv, environ, asked",
+    [
+        ([], {}, False),
+        (["--verbosity=0"], {}, False),
+        (["--verbosity=-1", "--task_name=MRPC"], {}, False),
+        (["--verbosity=1"], {}, True),
+        (["--verbosity", "2"], {}, True),
+        (["-v", "1"], {}, True),
+        (["--v=3"], {}, True),
+        (["-v=abc"], {}, False),  # absl rejects it later, with its own message
+        (["--", "--verbosity=1"], {}, False),  # after --: not a flag
+        ([], {"TF_CPP_MIN_LOG_LEVEL": "3"}, True),
+        ([], {"TF_CPP_MIN_LOG_LEVEL": "0"}, True),
+    ],
+)
+def test_when_the_lines_are_asked_for(argv, environ, asked):
+    assert asked_for_start_up_lines(argv, environ) is asked
+
+
+def test_only_the_start_up_lines_are_dropped():
+    captured = (
+        "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
+        "I0000 00:00:1.1 1 port.cc:153] oneDNN custom operations are on. You may see ...\n"
+        "I0000 00:00:1.2 1 cudart_stub.cc:31] Could not find cuda drivers on your machine, GPU "
+        "will not be used.\n"
+        "W0000 00:00:1.3 1 some_op.cc:1] a warning of another kind\n"
+        "E0000 00:00:1.4 1 cuda_platform.cc:52] failed call to cuInit: INTERNAL: CUDA error\n"
+        "Traceback (most recent call last):\n"
+        "no newline at the end"
+    )
+    assert without_start_up_lines(captured) == (
+        "W0000 00:00:1.3 1 some_op.cc:1] a warning of another kind\n"
+        "Traceback (most recent call last):\n"
+        "no newline at the end"
+    )
