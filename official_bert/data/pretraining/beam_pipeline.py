@@ -86,10 +86,19 @@ def _temporary_folder(output_prefix: str) -> str:
     return _side_name(output_prefix, ".beam-temp")
 
 
+# The first word of a stream's spawn key: a document's streams and a pool's never coincide (an
+# entropy list alone would not do: numpy pads it with zeros, so [s, 3, 0] and [s, 3, 0, 0] agree).
+_DOCUMENT_STREAM, _POOL_STREAM = 0, 1
+
+
+def _seed_sequence(random_seed: int, *spawn_key: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence(random_seed, spawn_key=spawn_key)
+
+
 def _document_streams(random_seed: int, identity: tuple[int, int], num_pools: int):
     """(the document's pool, its random.Random for building instances), both from
     (random_seed, file index, document index)."""
-    state = np.random.SeedSequence([random_seed, *identity]).generate_state(2, np.uint64)
+    state = _seed_sequence(random_seed, _DOCUMENT_STREAM, *identity).generate_state(2, np.uint64)
     return int(state[1] % np.uint64(num_pools)), random.Random(int(state[0]))
 
 
@@ -168,8 +177,7 @@ class _BuildPoolExamples(beam.DoFn):
                 )
                 short_passes += document_instances[0].is_short_target
                 instances.extend(document_instances)
-        # The pool's own stream (a third entry: never equal to a document's two-entry one).
-        seeds = np.random.SeedSequence([settings.random_seed, pool, 0, 0])
+        seeds = _seed_sequence(settings.random_seed, _POOL_STREAM, pool)
         random.Random(int(seeds.generate_state(1, np.uint64)[0])).shuffle(instances)
         records, statistics = self.processor.encode(
             instances, pool_documents, short_passes, np.random.default_rng(seeds)

@@ -225,13 +225,18 @@ def test_bad_output_names_are_clear_errors(vocab_file, tmp_path):
         _write_with_beam([CORPUS], tmp_path / "__", settings)
 
 
-@pytest.mark.slow  # wikitext-2 twice with Beam and once locally: minutes on 2 cores
+@pytest.mark.slow  # wikitext-2 twice with Beam (once on 2 processes) and once locally
 def test_wikitext_matches_the_local_writer_and_reruns_are_byte_identical(vocab_file, tmp_path):
     """The acceptance of issue 29: the Beam output's instance count within 5% of the local
-    writer's and its statistics within 1.5 points; a rerun with other workers, the same bytes."""
+    writer's and its statistics within 1.5 points; a rerun with other workers, the same bytes.
+
+    dupe_factor 10 (the original's recommendation): wikitext-2 valid+test holds only 122
+    articles, and the short-target draw is one per (article, pass), so at dupe_factor 2 the
+    short-target shares of any two random streams differ by several points (seen: 16% against
+    7% of instances)."""
     if not WIKITEXT.exists():
         pytest.skip(f"not present: {WIKITEXT}")
-    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2)
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=10)
     local = write_pretraining_examples(
         [str(WIKITEXT)], [str(tmp_path / "local.tfrecord")], settings, num_workers=1
     )
