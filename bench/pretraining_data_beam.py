@@ -72,6 +72,7 @@ def run(name: str, flags: list[str], summary_file: Path) -> dict:
     summary = json.loads(summary_file.read_text())
     return {
         "run": name,
+        "load_avg_1min": round(os.getloadavg()[0], 2),
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 2),
         "instances": summary["instances"],
@@ -117,12 +118,13 @@ def main() -> None:
         f"\n{datetime.date.today()} | {cpu_flags()} | {Path(args.text).name}, dupe {args.dupe_factor}\n"
     )
     print(
-        "| run | wall s | cpu s | vs fastest local | instances | random next | predicted | short |"
+        "| run | wall s | cpu s | load avg | vs fastest local | instances | random next | predicted | short |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(
-            f"| {r['run']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['wall_s'] / local:.2f}x | {r['instances']} "
+            f"| {r['run']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['load_avg_1min']} "
+            f"| {r['wall_s'] / local:.2f}x | {r['instances']} "
             f"| {r['fraction_random_next']:.4f} | {r['fraction_predicted_of_eligible']:.4f} "
             f"| {r['fraction_instances_short_target']:.4f} |"
         )
