@@ -67,6 +67,14 @@ flags.DEFINE_bool(
 flags.DEFINE_enum(
     "on_decode_error", "fail", ["fail", "skip"], "Invalid UTF-8: fail naming the line, or skip it."
 )
+flags.DEFINE_string(
+    "beam_pipeline_options",
+    "",
+    "Run as an Apache Beam pipeline with these options, e.g. '--runner=DirectRunner "
+    "--direct_num_workers=2 --direct_running_mode=multi_processing' (needs the [beam] extra; "
+    "docs/beam.md). Writes --output_file-SSSSS-of-NNNNN (--num_output_shards, default 1) and "
+    "_<name>.summary.json beside them. Empty: the local writer.",
+)
 flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
 
 
@@ -106,6 +114,21 @@ def main(_):
         documents_per_chunk=FLAGS.documents_per_chunk,
         chunk_bytes=int(FLAGS.chunk_megabytes * 1024 * 1024),
     )
+    if FLAGS.beam_pipeline_options:
+        from official_bert.data.pretraining.beam_pipeline import (
+            write_pretraining_examples_with_beam,
+        )
+
+        write_pretraining_examples_with_beam(
+            expand_input_patterns(FLAGS.input_file),
+            FLAGS.output_file,
+            FLAGS.num_output_shards or 1,
+            settings,
+            pipeline_options=FLAGS.beam_pipeline_options,
+            gzip_compress=FLAGS.gzip_compress,
+            on_decode_error=FLAGS.on_decode_error,
+        )
+        return
     write_pretraining_examples(
         expand_input_patterns(FLAGS.input_file),
         output_paths(FLAGS.output_file, FLAGS.num_output_shards),

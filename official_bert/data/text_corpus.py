@@ -1,14 +1,17 @@
 """Reading a pre-training corpus as a stream of documents, in bounded chunks.
 
 Format (the original's): one sentence per line, a blank (or whitespace-only) line between
-documents. Lines are stripped. Only a chunk of documents at a time is held in memory.
+documents; a `.gz` file is read decompressed. Lines are stripped. Only a chunk of documents at a
+time is held in memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import os
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import tensorflow as tf
 from absl import logging
@@ -64,6 +67,62 @@ def expand_input_patterns(input_file: str) -> list[str]:
     return files
 
 
+class FileDocument(NamedTuple):
+    """A document of one input file: its sentences, the bytes of its lines, and whether a blank
+    line ended it (False for the last document of a file that does not end in a blank line)."""
+
+    sentences: list[str]
+    num_bytes: int
+    ended_by_blank_line: bool
+
+
+def open_corpus_file(path: str):
+    """A binary reader of `path` (any tf.io.gfile filesystem), decompressing a `.gz` file."""
+    reader = tf.io.gfile.GFile(path, "rb")
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=reader, mode="rb")
+    return reader
+
+
+def read_file_documents(
+    path: str, on_decode_error: str = "fail", counters: CorpusCounters | None = None
+) -> Iterator[FileDocument]:
+    """The documents of one corpus file, in file order. A document never runs on into the next
+    file (the original let a document without a trailing blank line do so).
+
+    on_decode_error: "fail" raises ValueError naming the file and line of invalid UTF-8;
+      "skip" drops the line and counts it in `counters.skipped_lines`.
+    """
+    if on_decode_error not in ("fail", "skip"):
+        raise ValueError(f"on_decode_error must be 'fail' or 'skip', got {on_decode_error!r}")
+    counters = counters if counters is not None else CorpusCounters()
+    sentences: list[str] = []
+    size = 0
+    with open_corpus_file(path) as reader:
+        for line_number, raw in enumerate(reader, start=1):
+            counters.lines += 1
+            counters.bytes_read += len(raw)
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as error:
+                if on_decode_error == "skip":
+                    counters.skipped_lines += 1
+                    continue
+                raise ValueError(
+                    f"{path}:{line_number}: invalid UTF-8 ({error.reason} at byte "
+                    f"{error.start}); fix the file or pass --on_decode_error=skip"
+                ) from None
+            if not line:
+                if sentences:
+                    yield FileDocument(sentences, size, ended_by_blank_line=True)
+                    sentences, size = [], 0
+                continue
+            sentences.append(line)
+            size += len(raw)
+    if sentences:
+        yield FileDocument(sentences, size, ended_by_blank_line=False)
+
+
 def read_corpus_chunks(
     files: list[str],
     documents_per_chunk: int,
@@ -80,38 +139,20 @@ def read_corpus_chunks(
     if on_decode_error not in ("fail", "skip"):
         raise ValueError(f"on_decode_error must be 'fail' or 'skip', got {on_decode_error!r}")
     counters = counters if counters is not None else CorpusCounters()
-    documents: list[list[str]] = [[]]
+    documents: list[list[str]] = []
     size = 0
     index = 0
     for path in files:
-        with tf.io.gfile.GFile(path, "rb") as reader:
-            for line_number, raw in enumerate(reader, start=1):
-                counters.lines += 1
-                counters.bytes_read += len(raw)
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as error:
-                    if on_decode_error == "skip":
-                        counters.skipped_lines += 1
-                        continue
-                    raise ValueError(
-                        f"{path}:{line_number}: invalid UTF-8 ({error.reason} at byte "
-                        f"{error.start}); fix the file or pass --on_decode_error=skip"
-                    ) from None
-                if not line:
-                    if documents[-1]:
-                        if len(documents) >= documents_per_chunk or size >= chunk_bytes:
-                            yield CorpusChunk(index, documents, size)
-                            index += 1
-                            documents, size = [], 0
-                        documents.append([])
-                    continue
-                documents[-1].append(line)
-                size += len(raw)
-        # A file ends its last document. (The original let a document without a trailing blank
-        # line run on into the next file.)
-        if documents[-1]:
-            documents.append([])
-    documents = [d for d in documents if d]
+        for document in read_file_documents(path, on_decode_error, counters):
+            documents.append(document.sentences)
+            size += document.num_bytes
+            # A chunk closes at a blank line only: the last document of a file without one
+            # stays in the chunk (as the chunks have always been cut; the output depends on it).
+            if document.ended_by_blank_line and (
+                len(documents) >= documents_per_chunk or size >= chunk_bytes
+            ):
+                yield CorpusChunk(index, documents, size)
+                index += 1
+                documents, size = [], 0
     if documents:
         yield CorpusChunk(index, documents, size)

@@ -36,6 +36,7 @@ from official_bert.data.completed_outputs import (
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.pretraining.features import ORIGINAL_FEATURE_NAMES, feature_names
 from official_bert.data.pretraining.instances import (
+    Instance,
     TokenizedDocument,
     create_instances_from_document,
     pack_instances,
@@ -127,7 +128,9 @@ class ChunkProcessor:
             [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
         )
 
-    def _tokenize(self, documents: list[list[str]]) -> list[TokenizedDocument]:
+    def tokenize(self, documents: list[list[str]]) -> list[TokenizedDocument | None]:
+        """Each document (a list of sentences) as wordpiece ids, or None for a document with
+        no wordpiece at all (dropped by the callers, as in the original)."""
         sentences = [s for document in documents for s in document]
         ids = self.tokenizer.tokenize(tf.constant(sentences))
         flat = ids.flat_values.numpy().astype(np.int32)
@@ -140,8 +143,7 @@ class ChunkProcessor:
                 sentence += 1
                 if end > start:  # lines with no wordpieces are dropped, as in the original
                     pieces.append(flat[start:end])
-            if pieces:
-                tokenized.append(TokenizedDocument.from_sentences(pieces))
+            tokenized.append(TokenizedDocument.from_sentences(pieces) if pieces else None)
         return tokenized
 
     def __call__(self, chunk: text_corpus.CorpusChunk) -> tuple[list[bytes], dict]:
@@ -149,7 +151,7 @@ class ChunkProcessor:
         seeds = np.random.SeedSequence([settings.random_seed, chunk.index])
         rng = random.Random(int(seeds.generate_state(1, np.uint64)[0]))
         np_rng = np.random.default_rng(seeds)
-        documents = self._tokenize(chunk.documents)
+        documents = [d for d in self.tokenize(chunk.documents) if d is not None]
         rng.shuffle(documents)
         instances = []
         short_passes = 0  # (document, pass) pairs that drew a short target length
@@ -166,6 +168,20 @@ class ChunkProcessor:
                 short_passes += document_instances[0].is_short_target
                 instances.extend(document_instances)
         rng.shuffle(instances)
+        return self.encode(instances, documents, short_passes, np_rng)
+
+    def encode(
+        self,
+        instances: list[Instance],
+        documents: list[TokenizedDocument],
+        short_passes: int,
+        np_rng: np.random.Generator,
+    ) -> tuple[list[bytes], dict]:
+        """Masks `instances` (spans of `documents`, in the order given) with `np_rng` and
+        serializes them: (tf.train.Example bytes, one per instance; the statistics of this
+        work unit, counts to be summed over all of them). short_passes: the (document, pass)
+        pairs that drew a short target length."""
+        settings = self.settings
         stats = collections.Counter(
             document_passes=settings.dupe_factor * len(documents),
             short_document_passes=short_passes,
@@ -302,6 +318,24 @@ def default_num_workers(total_bytes: int, dupe_factor: int) -> int:
     return max(1, min(os.cpu_count() or 1, 1 + int(work / _WORK_PER_HELPER_MB)))
 
 
+def statistics_fractions(totals: dict, instances: int) -> dict[str, float]:
+    """The summary's shares (fraction_*) from the statistics summed over all work units (the
+    dicts `ChunkProcessor.encode` returns) and the number of instances written."""
+    predictions = max(totals["predictions"], 1)
+    return {
+        "fraction_predicted_of_eligible": totals["predictions"] / max(totals["eligible_tokens"], 1),
+        "fraction_predictions_mask": totals["predictions_mask"] / predictions,
+        "fraction_predictions_random": totals["predictions_random"] / predictions,
+        "fraction_predictions_unchanged": totals["predictions_unchanged"] / predictions,
+        "fraction_at_prediction_cap": totals["at_prediction_cap"] / max(instances, 1),
+        "fraction_random_next": totals["random_next"] / max(instances, 1),
+        "fraction_instances_short_target": totals["short_target"] / max(instances, 1),
+        # short_seq_prob is drawn once per document and pass, as in the original.
+        "fraction_document_passes_short": totals["short_document_passes"]
+        / max(totals["document_passes"], 1),
+    }
+
+
 def _summary_path(output_files: list[str]) -> str:
     return summary_path(output_files[0])
 
@@ -431,17 +465,7 @@ def write_pretraining_examples(
         "input_lines": counters.lines,
         "skipped_undecodable_lines": counters.skipped_lines,
         "input_megabytes": total_bytes / 1e6,
-        "fraction_predicted_of_eligible": totals["predictions"] / max(totals["eligible_tokens"], 1),
-        "fraction_predictions_mask": totals["predictions_mask"] / max(totals["predictions"], 1),
-        "fraction_predictions_random": totals["predictions_random"] / max(totals["predictions"], 1),
-        "fraction_predictions_unchanged": totals["predictions_unchanged"]
-        / max(totals["predictions"], 1),
-        "fraction_at_prediction_cap": totals["at_prediction_cap"] / max(written, 1),
-        "fraction_random_next": totals["random_next"] / max(written, 1),
-        "fraction_instances_short_target": totals["short_target"] / max(written, 1),
-        # short_seq_prob is drawn once per document and pass, as in the original.
-        "fraction_document_passes_short": totals["short_document_passes"]
-        / max(totals["document_passes"], 1),
+        **statistics_fractions(totals, written),
         "seconds": elapsed,
         "instances_per_second": written / elapsed,
         "input_megabytes_per_second": total_bytes / 1e6 / elapsed,
