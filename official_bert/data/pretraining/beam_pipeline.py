@@ -279,6 +279,13 @@ def write_pretraining_examples_with_beam(
     readable where the workers run (a bucket path on a cluster).
     """
     settings.validate()
+    if settings.word_segmenter == "ref_file":
+        # Reference lines pair with corpus lines by order; the pipeline reads documents by
+        # (file, document) key and would need the references keyed the same way.
+        raise ValueError(
+            "--word_segmenter=ref_file is not supported with --beam_pipeline_options; use the "
+            "local writer, or --word_segmenter=jieba"
+        )
     check_vocab_for_pretraining(settings.vocab_file)
     if "," in output_prefix:
         raise ValueError(
@@ -294,7 +301,9 @@ def write_pretraining_examples_with_beam(
     paths = shard_paths(output_prefix, num_shards)
     settings_dict = dataclasses.asdict(settings)
     settings_dict.update(
-        vocab_file=os.path.basename(settings.vocab_file), gzip_compress=gzip_compress
+        vocab_file=os.path.basename(settings.vocab_file),
+        gzip_compress=gzip_compress,
+        word_ref_files=list(settings.word_ref_files),
     )
     summary_fields = {
         "input_megabytes": total_bytes / 1e6,

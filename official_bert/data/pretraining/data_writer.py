@@ -46,6 +46,12 @@ from official_bert.data.pretraining.masked_lm_sampling import (
     check_replacement_shares,
     sample_masked_lm,
 )
+from official_bert.data.pretraining.word_segmentation import (
+    WORD_SEGMENTERS,
+    JiebaWordSegmenter,
+    attach_word_references,
+    word_continuation_marks,
+)
 from official_bert.side_file_names import summary_path, temporary_glob, temporary_path
 from official_bert.tokenization import load_vocab
 
@@ -54,7 +60,12 @@ _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingDataSettings:
-    """Everything that decides the output bytes (the summary records it)."""
+    """Everything that decides the output bytes (the summary records it).
+
+    word_segmenter: "none" (the original's "##" words), "jieba" or "ref_file" (word_ref_files,
+    one JSON list per non-blank corpus line as run_chinese_ref.py writes): whole-word masking by
+    words of CJK text too (word_segmentation); a segmenter implies do_whole_word_mask.
+    """
 
     vocab_file: str
     do_lower_case: bool = True
@@ -74,8 +85,23 @@ class PretrainingDataSettings:
     use_v2_feature_names: bool = False
     documents_per_chunk: int = 1000
     chunk_bytes: int = 512 * 1024
+    word_segmenter: str = "none"
+    word_ref_files: tuple[str, ...] = ()
+
+    @property
+    def masks_whole_words(self) -> bool:
+        return self.do_whole_word_mask or self.word_segmenter != "none"
 
     def validate(self) -> None:
+        if self.word_segmenter not in WORD_SEGMENTERS:
+            raise ValueError(
+                f"word_segmenter must be one of {WORD_SEGMENTERS}, got {self.word_segmenter!r}"
+            )
+        if (self.word_segmenter == "ref_file") != bool(self.word_ref_files):
+            raise ValueError(
+                "--word_ref_file goes with --word_segmenter=ref_file and only with it (got "
+                f"word_segmenter={self.word_segmenter!r}, word_ref_files={self.word_ref_files})"
+            )
         shortest = 5 if self.next_sentence else 3  # [CLS] a [SEP] b [SEP] / [CLS] a [SEP]
         if self.max_seq_length < shortest:
             raise ValueError(f"max_seq_length {self.max_seq_length} is too short for an instance")
@@ -114,7 +140,7 @@ class ChunkProcessor:
             vocab_size=self.tokenizer.vocab_size,
             special_ids=(self.cls_id, self.sep_id),
             is_continuation=is_continuation,
-            whole_word_mask=settings.do_whole_word_mask,
+            whole_word_mask=settings.masks_whole_words,
             max_ngram_size=settings.max_ngram_size,
             mask_token_prob=settings.mask_token_prob,
             random_token_prob=settings.random_token_prob,
@@ -127,23 +153,48 @@ class ChunkProcessor:
         self.encoder = ExampleEncoder(
             [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
         )
+        self.is_continuation = is_continuation
+        self.segmenter = JiebaWordSegmenter() if settings.word_segmenter == "jieba" else None
 
-    def tokenize(self, documents: list[list[str]]) -> list[TokenizedDocument | None]:
+    def tokenize(
+        self, documents: list[list[str]], word_references: list[list] | None = None
+    ) -> list[TokenizedDocument | None]:
         """Each document (a list of sentences) as wordpiece ids, or None for a document with
-        no wordpiece at all (dropped by the callers, as in the original)."""
+        no wordpiece at all (dropped by the callers, as in the original). With a word
+        segmenter, each piece also carries its word mark (word_segmentation); `word_references`
+        (nested as `documents`) are the reference file's lines for --word_segmenter=ref_file."""
         sentences = [s for document in documents for s in document]
-        ids = self.tokenizer.tokenize(tf.constant(sentences))
-        flat = ids.flat_values.numpy().astype(np.int32)
-        splits = ids.row_splits.numpy()
+        marks = None
+        if self.settings.word_segmenter == "none":
+            ids = self.tokenizer.tokenize(tf.constant(sentences))
+            flat = ids.flat_values.numpy().astype(np.int32)
+            splits = ids.row_splits.numpy()
+        else:
+            if self.settings.word_segmenter == "ref_file" and word_references is None:
+                raise ValueError("--word_segmenter=ref_file: this chunk has no word references")
+            references = (
+                None
+                if word_references is None
+                else [r for document in word_references for r in document]
+            )
+            flat, splits, marks = word_continuation_marks(
+                self.tokenizer, sentences, self.is_continuation, self.segmenter, references
+            )
         tokenized, sentence = [], 0
         for document in documents:
-            pieces = []
+            pieces, piece_marks = [], []
             for _ in document:
                 start, end = splits[sentence], splits[sentence + 1]
                 sentence += 1
                 if end > start:  # lines with no wordpieces are dropped, as in the original
                     pieces.append(flat[start:end])
-            tokenized.append(TokenizedDocument.from_sentences(pieces) if pieces else None)
+                    if marks is not None:
+                        piece_marks.append(marks[start:end])
+            tokenized.append(
+                TokenizedDocument.from_sentences(pieces, piece_marks if marks is not None else None)
+                if pieces
+                else None
+            )
         return tokenized
 
     def __call__(self, chunk: text_corpus.CorpusChunk) -> tuple[list[bytes], dict]:
@@ -151,7 +202,9 @@ class ChunkProcessor:
         seeds = np.random.SeedSequence([settings.random_seed, chunk.index])
         rng = random.Random(int(seeds.generate_state(1, np.uint64)[0]))
         np_rng = np.random.default_rng(seeds)
-        documents = [d for d in self.tokenize(chunk.documents) if d is not None]
+        documents = [
+            d for d in self.tokenize(chunk.documents, chunk.word_references) if d is not None
+        ]
         rng.shuffle(documents)
         instances = []
         short_passes = 0  # (document, pass) pairs that drew a short target length
@@ -195,7 +248,9 @@ class ChunkProcessor:
         packed = pack_instances(
             instances, documents, settings.max_seq_length, self.cls_id, self.sep_id
         )
-        masked = sample_masked_lm(packed.input_ids, packed.lengths, self.masking, np_rng)
+        masked = sample_masked_lm(
+            packed.input_ids, packed.lengths, self.masking, np_rng, packed.continues_word
+        )
         input_mask = (np.arange(settings.max_seq_length)[None, :] < packed.lengths[:, None]).astype(
             np.int32
         )
@@ -376,6 +431,10 @@ def write_pretraining_examples(
         # the finished outputs stale.
         inputs=[[path, *file_signature(path)] for path in input_files],
     )
+    # Lists as JSON reads them back (the rerun check compares); edited references are stale.
+    settings_dict["word_ref_files"] = [
+        [path, *file_signature(path)] for path in settings.word_ref_files
+    ]
     done = read_completed_summary(_summary_path(output_files), output_files, settings_dict)
     if done is not None:
         logging.info("Outputs already complete (%s); nothing to do", _summary_path(output_files))
@@ -388,6 +447,10 @@ def write_pretraining_examples(
     chunks = text_corpus.read_corpus_chunks(
         input_files, settings.documents_per_chunk, settings.chunk_bytes, on_decode_error, counters
     )
+    if settings.word_ref_files:
+        chunks = attach_word_references(chunks, settings.word_ref_files)
+    if settings.word_segmenter == "jieba":
+        JiebaWordSegmenter()  # builds jieba's dictionary cache once, before any helper starts
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_compress else "")
     temporary = [temporary_path(path) for path in output_files]
     for path in output_files:

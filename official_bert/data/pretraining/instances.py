@@ -14,17 +14,23 @@ import numpy as np
 @dataclasses.dataclass
 class TokenizedDocument:
     """A document as one int32 array of wordpiece ids and the offsets of its sentences
-    (sentence k is tokens[offsets[k]:offsets[k + 1]]; every sentence is non-empty)."""
+    (sentence k is tokens[offsets[k]:offsets[k + 1]]; every sentence is non-empty), and, with a
+    word segmenter, bool `continues_word` beside `tokens`: True for a piece that continues the
+    word of the piece before it (word_segmentation); None: the "##" rule decides."""
 
     tokens: np.ndarray
     offsets: list[int]
+    continues_word: np.ndarray | None = None
 
     @classmethod
-    def from_sentences(cls, sentences: list[np.ndarray]) -> TokenizedDocument:
+    def from_sentences(
+        cls, sentences: list[np.ndarray], continues_word: list[np.ndarray] | None = None
+    ) -> TokenizedDocument:
         offsets = [0]
         for sentence in sentences:
             offsets.append(offsets[-1] + len(sentence))
-        return cls(np.concatenate(sentences).astype(np.int32), offsets)
+        marks = None if continues_word is None else np.concatenate(continues_word).astype(bool)
+        return cls(np.concatenate(sentences).astype(np.int32), offsets, marks)
 
     @property
     def num_sentences(self) -> int:
@@ -165,13 +171,16 @@ def create_instances_from_document(
 @dataclasses.dataclass
 class PackedInstances:
     """Instances as arrays: input_ids, segment_ids int32 [N, S] ([CLS] A [SEP] B [SEP], zero
-    padded), lengths int64 [N], next_sentence_labels int32 [N] (1 = random B), is_short bool [N]."""
+    padded), lengths int64 [N], next_sentence_labels int32 [N] (1 = random B), is_short bool [N],
+    and continues_word bool [N, S] when the documents carry word marks (False at [CLS], [SEP]
+    and padding), else None."""
 
     input_ids: np.ndarray
     segment_ids: np.ndarray
     lengths: np.ndarray
     next_sentence_labels: np.ndarray
     is_short: np.ndarray
+    continues_word: np.ndarray | None = None
 
 
 def pack_instances(
@@ -208,7 +217,8 @@ def pack_instances(
     first_a = (a_from - 1).astype(np.int32)[:, None]  # source index = position + first
     first_b = b_from.astype(np.int32)[:, None] - a_end - 1
     source = position + np.where(position <= a_end, first_a, first_b)
-    input_ids = flat[np.where(in_a | in_b, source, sentinel)]
+    gather = np.where(in_a | in_b, source, sentinel)
+    input_ids = flat[gather]
     input_ids[:, 0] = cls_id
     rows = np.arange(count)
     input_ids[rows, a_end[:, 0]] = sep_id
@@ -216,4 +226,10 @@ def pack_instances(
     segment_ids = ((position > a_end) & (position <= b_end)).astype(np.int32)
     labels = fields[:, 6].astype(np.int32)
     is_short = fields[:, 7].astype(bool)
-    return PackedInstances(input_ids, segment_ids, lengths.astype(np.int64), labels, is_short)
+    continues_word = None
+    if documents and documents[0].continues_word is not None:
+        flat_marks = np.concatenate([d.continues_word for d in documents] + [np.zeros(1, bool)])
+        continues_word = flat_marks[gather]  # the sentinel (False) at [CLS], [SEP], padding
+    return PackedInstances(
+        input_ids, segment_ids, lengths.astype(np.int64), labels, is_short, continues_word
+    )

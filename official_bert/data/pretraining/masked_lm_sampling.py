@@ -120,10 +120,12 @@ def _choose_tokens(candidates, counts, max_predictions, rng):
     return chosen, valid
 
 
-def _choose_words(input_ids, candidates, counts, options, rng):
+def _choose_words(input_ids, candidates, counts, options, rng, continues_word=None):
     """Whole words (and n-grams of words) per instance, in Python: word boundaries differ per
-    instance, so this path is not vectorized. Returns positions [N, P], validity and a word id
-    per chosen position (for per-word decisions)."""
+    instance, so this path is not vectorized. A piece joins the word before it when it is a "##"
+    piece, or, given bool continues_word [N, S] (a word segmenter's marks), when that says so.
+    As the original, a word that no longer fits the budget is skipped. Returns positions
+    [N, P], validity and a word id per chosen position (for per-word decisions)."""
     num_instances, max_predictions = input_ids.shape[0], options.max_predictions_per_seq
     positions = np.zeros((num_instances, max_predictions), np.int64)
     valid = np.zeros((num_instances, max_predictions), bool)
@@ -134,7 +136,10 @@ def _choose_words(input_ids, candidates, counts, options, rng):
         words = []
         for position in np.flatnonzero(candidates[row]):
             # A "##" piece joins the word before it, unless that is not a candidate ([CLS], [SEP]).
-            joins = words and options.is_continuation[input_ids[row, position]]
+            if continues_word is None:
+                joins = words and options.is_continuation[input_ids[row, position]]
+            else:
+                joins = words and continues_word[row, position]
             if joins and words[-1][-1] == position - 1:
                 words[-1].append(position)
             else:
@@ -161,7 +166,11 @@ def _choose_words(input_ids, candidates, counts, options, rng):
 
 
 def sample_masked_lm(
-    input_ids: np.ndarray, lengths: np.ndarray, options: MaskingOptions, rng: np.random.Generator
+    input_ids: np.ndarray,
+    lengths: np.ndarray,
+    options: MaskingOptions,
+    rng: np.random.Generator,
+    continues_word: np.ndarray | None = None,
 ) -> MaskedBatch:
     """Chooses and applies the masked-LM predictions of a batch of instances.
 
@@ -170,13 +179,18 @@ def sample_masked_lm(
       lengths: int [N], the number of real tokens of each instance.
       options: MaskingOptions.
       rng: numpy Generator (all randomness comes from it: same seed, same output).
+      continues_word: bool [N, S], True for a piece that continues the word before it (a word
+        segmenter's marks, "##" pieces included; word_segmentation), or None for the "##" rule
+        alone. Used with whole-word or n-gram masking.
     """
     input_ids = np.asarray(input_ids, np.int32)
     lengths = np.asarray(lengths, np.int64)
     counts = num_to_predict(lengths, options)
     candidates = _candidates(input_ids, lengths, options)
     if options.whole_word_mask or options.max_ngram_size > 1:
-        chosen, valid, word_ids = _choose_words(input_ids, candidates, counts, options, rng)
+        chosen, valid, word_ids = _choose_words(
+            input_ids, candidates, counts, options, rng, continues_word
+        )
     else:
         chosen, valid = _choose_tokens(candidates, counts, options.max_predictions_per_seq, rng)
         word_ids = None
