@@ -105,6 +105,6 @@ def test_another_interpreter_makes_the_venv_anew(project):
 def test_the_test_command_also_installs_the_beam_extra_and_the_demo_does_not(project):
     demo = _make(project, "-n", "demo", f"PYTHON={sys.executable}").stdout
     test = _make(project, "-n", "test", f"PYTHON={sys.executable}").stdout
-    assert ".[test,beam]" not in demo
-    assert '.venv/bin/python -m pip install --quiet -e ".[test,beam]"' in test.splitlines()
+    assert ".[test,beam,zh]" not in demo
+    assert '.venv/bin/python -m pip install --quiet -e ".[test,beam,zh]"' in test.splitlines()
     assert test.splitlines()[-1] == ".venv/bin/python -m pytest -n 2 --dist loadfile"

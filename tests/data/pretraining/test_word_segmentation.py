@@ -4,6 +4,7 @@ The reference for "a word" is jieba 0.42.1 itself, re-run on the text of each wr
 independent of the marks the writer carried, so a lost or shifted mark shows up as a split word.
 """
 
+import importlib.util
 import json
 
 import numpy as np
@@ -277,3 +278,23 @@ def test_packed_instances_carry_the_marks():
         False,
         False,
     ]
+
+
+@pytest.mark.beam
+@pytest.mark.skipif(
+    importlib.util.find_spec("apache_beam") is None,
+    reason='apache-beam is not installed: pip install -e ".[beam]" (docs/beam.md)',
+)
+def test_the_beam_pipeline_masks_jieba_words_whole(tmp_path):
+    from official_bert.data.pretraining.beam_pipeline import write_pretraining_examples_with_beam
+
+    settings = _settings(ZH_VOCAB)
+    summary = write_pretraining_examples_with_beam(
+        [str(ZH_CORPUS)], str(tmp_path / "zh"), 2, settings, "--runner=DirectRunner"
+    )
+    examples = [record for path in summary["output_files"] for record in _read(path)]
+    assert len(examples) == summary["instances"] > 50
+    whole, partial = _whole_word_counts(examples, ZH_VOCAB)
+    assert whole > 500
+    assert whole / (whole + partial) >= 0.95, (whole, partial)
+    assert abs(summary["fraction_predicted_of_eligible"] - 0.15) <= 0.015
