@@ -1,10 +1,20 @@
-"""Every command in README.md's bash blocks runs as written, on tiny stand-ins for its inputs.
+"""Every command in the ```bash blocks of README.md and docs/*.md runs as written, on tiny
+stand-ins for its inputs.
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
-$SQUAD_DIR small SQuAD v1.1 files, and /tmp/ becomes a fresh folder. The flags are the README's,
-unchanged: a flag that a script lost or renamed fails here. `make demo` is run by
-tests/test_end_to_end_demo.py (in its quick mode) and `make test` is CI itself.
+$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, and /tmp/ becomes a
+fresh folder. The flags are the pages', unchanged: a flag that a script lost or renamed fails
+here. `make demo` is run by tests/test_end_to_end_demo.py (in its quick mode) and `make test` is
+CI itself.
+
+What a block cannot do here is said in the markdown itself, by an HTML comment on the line just
+before the block, so a reader sees it too:
+
+  <!-- test: not run (needs a Cloud TPU and gs:// buckets) -->   the block is not run; the reason
+                                                                 is required
+  <!-- test: run with --num_train_steps=2 --max_seq_length=32 --> these flags replace the
+                                                                 command's own (or are added)
 """
 
 import json
@@ -19,6 +29,20 @@ import pytest
 from tests.conftest import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
+DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
+SCRIPTS = (
+    "create_pretraining_data.py",
+    "run_pretraining.py",
+    "run_classifier.py",
+    "run_multitask.py",
+    "run_squad.py",
+    "extract_features.py",
+    "export_tfhub.py",
+    "convert_checkpoint.py",
+)
+# The page of each script in docs/ (convert_checkpoint.py's is the page on checkpoint layouts).
+SCRIPT_PAGES = {script: script.replace(".py", ".md") for script in SCRIPTS}
+SCRIPT_PAGES["convert_checkpoint.py"] = "checkpoints.md"
 WORDS = (
     "the a an is was of and to in on at he she it they said his her their company business "
     "growth strategy fit does not did pie food service chief officer report directly man woman "
@@ -26,15 +50,71 @@ WORDS = (
     "great awful fun dull . , ' \" ? !"
 ).split()
 
+BLOCK = re.compile(r"```bash\n(.*?)```", re.S)
+MARKER = re.compile(r"^<!-- test: (.*?) -->$")
 
-def readme_commands() -> list[str]:
-    """The shell commands of README.md's ```bash blocks, continuation lines joined, comments cut."""
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
+
+def _block_marker(path, preceding: str) -> str | None:
+    """The `test:` comment on the line before a block, checked: `not run (reason)` or
+    `run with --flag=value ...`."""
+    line = preceding.strip()
+    if not line.startswith("<!--"):
+        return None
+    match = MARKER.match(line)
+    assert match, f"{path.name}: a comment before a bash block that is no test marker: {line!r}"
+    marker = match.group(1).strip()
+    if marker.startswith("not run"):
+        assert re.fullmatch(r"not run \(.+\)", marker), (
+            f"{path.name}: say why a block is not run: {line!r}"
+        )
+    else:
+        assert re.fullmatch(r"run with( --\w+=\S+)+", marker), (
+            f"{path.name}: expected `not run (reason)` or `run with --flag=value ...`: {line!r}"
+        )
+    return marker
+
+
+def _with_flags(command: str, marker: str) -> str:
+    """The command with the marker's `run with` flags in place of its own (or added)."""
+    words = command.split()
+    for flag in marker.split()[2:]:
+        name = flag.split("=", 1)[0] + "="
+        kept = [w for w in words if not w.startswith(name)]
+        words = kept + [flag]
+    return " ".join(words)
+
+
+def page_blocks(path) -> list[tuple[str | None, list[str]]]:
+    """Each ```bash block of a page: its marker (or None) and its shell commands, continuation
+    lines joined, comments cut."""
+    text = path.read_text(encoding="utf-8")
+    blocks = []
+    for match in BLOCK.finditer(text):
+        preceding, block = text[: match.start()].rstrip().rsplit("\n", 1)[-1], match.group(1)
+        commands = []
         for command in block.replace("\\\n", " ").splitlines():
             command = command.split(" #", 1)[0].strip()
             if command and not command.startswith("#"):
                 commands.append(" ".join(command.split()))
+        blocks.append((_block_marker(path, preceding), commands))
+    return blocks
+
+
+def readme_commands() -> list[str]:
+    """README.md's shell commands, in order (all of its blocks run)."""
+    return [c for marker, commands in page_blocks(README) for c in commands]
+
+
+def documented_commands() -> list[str]:
+    """The commands of README.md and docs/*.md that run here, as they run (`run with` applied),
+    each once, a producer of a /tmp/ path before its readers."""
+    commands = []
+    for path in [README, *DOCS]:
+        for marker, block in page_blocks(path):
+            if marker and marker.startswith("not run"):
+                continue
+            for command in block:
+                commands.append(_with_flags(command, marker) if marker else command)
     return _producers_first(list(dict.fromkeys(commands)))  # a command shown twice runs once
 
 
@@ -165,12 +245,26 @@ def _write_squad(squad_dir):
         (squad_dir / name).write_text(json.dumps(data), encoding="utf-8")
 
 
+def _write_sick(sick_dir):
+    """train.tsv and dev.tsv in SICK's layout (docs/adding_a_task.md's generic-task example)."""
+    sick_dir.mkdir()
+    labels = ("NEUTRAL", "ENTAILMENT", "CONTRADICTION")
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_label"
+    for split, count in (("train", 12), ("dev", 6)):
+        rows = [
+            f"{i}\t{_sentence(i)}\t{_sentence(i + 1)}\t{1 + i % 5}.0\t{labels[i % 3]}"
+            for i in range(count)
+        ]
+        (sick_dir / f"{split}.tsv").write_text("\n".join([header, *rows]) + "\n", "utf-8")
+
+
 @pytest.fixture(scope="module")
 def readme_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("readme")
     _write_tiny_bert(root / "bert_base")
     _write_glue(root / "glue")
     _write_squad(root / "squad")
+    _write_sick(root / "sick")
     tmp = root / "tmp"
     tmp.mkdir()
     (tmp / "input.txt").write_text(
@@ -182,38 +276,66 @@ def readme_env(tmp_path_factory):
         BERT_BASE_DIR=str(root / "bert_base"),
         GLUE_DIR=str(root / "glue"),
         SQUAD_DIR=str(root / "squad"),
+        SICK_DIR=str(root / "sick"),
         TF_CPP_MIN_LOG_LEVEL="3",
     )
     return env, tmp
 
 
-def test_readme_shows_the_quickstart_and_the_scripts():
+def test_readme_shows_the_quickstart_and_links_every_script_page():
     commands = readme_commands()
     assert commands[:2] == ["make demo", "make test"], commands[:2]
-    for command in commands[2:]:  # anything else would not be run by test_readme_command_runs
-        assert command.startswith("python "), f"README: a command no test runs: {command!r}"
-    scripts = {shlex.split(c)[1] for c in commands if c.startswith("python ")}
-    for script in (
-        "extract_features.py",
-        "create_pretraining_data.py",
-        "run_pretraining.py",
-        "run_classifier.py",
-        "run_squad.py",
-        "convert_checkpoint.py",
-        "export_tfhub.py",
-    ):
-        assert script in scripts, script
+    readme = README.read_text(encoding="utf-8")
+    for script, page in SCRIPT_PAGES.items():
+        assert (REPO_ROOT / "docs" / page).exists(), f"no docs/{page} for {script}"
+        assert f"](docs/{page})" in readme, f"README: no link to docs/{page} ({script})"
     # `make demo` is the demo that tests/test_end_to_end_demo.py runs.
     assert "run_demo.py" in (REPO_ROOT / "Makefile").read_text()
 
 
+def test_every_documented_command_is_run_and_every_script_shown():
+    commands = documented_commands()
+    for command in commands:
+        if command not in ("make demo", "make test"):  # those two: see the module docstring
+            assert command.startswith("python "), f"a command no test runs: {command!r}"
+    shown = {shlex.split(c)[1] for c in commands if c.startswith("python ")}
+    for script in SCRIPTS:
+        assert script in shown, f"no command of README.md or docs/ runs {script}"
+        page = REPO_ROOT / "docs" / SCRIPT_PAGES[script]
+        assert any(
+            c.startswith(f"python {script}") for _, block in page_blocks(page) for c in block
+        ), f"docs/{page.name} shows no command of {script}"
+
+
+def test_markers_say_what_they_do(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- test: not run (needs a TPU) -->\n```bash\npython a.py --x=1\n```\n"
+        "<!-- test: run with --steps=2 --seq=8 -->\n```bash\npython b.py --steps=100 \\\n"
+        "  --out=/tmp/o\n```\n```bash\npython c.py\n```\n",
+        encoding="utf-8",
+    )
+    blocks = page_blocks(page)
+    assert blocks == [
+        ("not run (needs a TPU)", ["python a.py --x=1"]),
+        ("run with --steps=2 --seq=8", ["python b.py --steps=100 --out=/tmp/o"]),
+        (None, ["python c.py"]),
+    ]
+    assert _with_flags(blocks[1][1][0], blocks[1][0]) == (
+        "python b.py --out=/tmp/o --steps=2 --seq=8"
+    )
+    page.write_text("<!-- test: not run -->\n```bash\npython a.py\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match="say why"):
+        page_blocks(page)
+
+
 @pytest.mark.parametrize(
-    "command", [c for c in readme_commands() if c.startswith("python ")], ids=lambda c: c[:60]
+    "command", [c for c in documented_commands() if c.startswith("python ")], ids=lambda c: c[:60]
 )
-def test_readme_command_runs(command, readme_env):
+def test_documented_command_runs(command, readme_env):
     env, tmp = readme_env
     args = [re.sub(r"^(--\w+=)/tmp/", rf"\g<1>{tmp}/", a) for a in shlex.split(command)[1:]]
-    for name in ("BERT_BASE_DIR", "GLUE_DIR", "SQUAD_DIR"):
+    for name in ("BERT_BASE_DIR", "GLUE_DIR", "SQUAD_DIR", "SICK_DIR"):
         args = [a.replace(f"${name}", env[name]) for a in args]
     assert all("$" not in a for a in args), f"an undefined variable in {args}"
     result = subprocess.run(
@@ -227,9 +349,11 @@ def test_readme_command_runs(command, readme_env):
 
 
 def readme_inline_commands() -> list[str]:
-    """`python ...` commands quoted inline in README.md's prose (benchmarks, the quick demo)."""
-    text = README.read_text(encoding="utf-8")
-    found = re.findall(r"`(?:nice )?(python3? [^`]+)`", text)
+    """`python ...` commands quoted inline in the prose of README.md and docs/*.md (benchmarks,
+    the quick demo)."""
+    found = []
+    for path in [README, *DOCS]:
+        found += re.findall(r"`(?:nice )?(python3? [^`]+)`", path.read_text(encoding="utf-8"))
     return [" ".join(c.split()) for c in found]
 
 
@@ -238,6 +362,9 @@ def _defines_flag(sources: str, flag: str) -> bool:
     return bool(
         re.search(rf"add_argument\(\s*[\"']--{name}[\"']", sources)
         or re.search(rf"DEFINE_\w+\(\s*[\"']{name}[\"']", sources)
+        # A field of an options dataclass made with option(): a flag of the scripts that
+        # define their options' flags (official_bert/option_flags.py).
+        or re.search(rf"^\s+{name}: [^=\n]+= option\(", sources, re.M)
     )
 
 
@@ -247,16 +374,16 @@ def test_inline_commands_name_existing_scripts_and_flags():
     commands = readme_inline_commands()
     assert any(c.startswith("python run_demo.py") for c in commands)
     shared_flags = "".join(
-        p.read_text() for p in (REPO_ROOT / "official_bert" / "training").glob("*flags.py")
+        p.read_text()
+        for p in (REPO_ROOT / "official_bert").rglob("*.py")
+        if "option(" in p.read_text()
     )
     for command in commands:
         words = shlex.split(command)
         script = REPO_ROOT / words[1]
-        assert script.exists(), f"README: {command!r}: no {words[1]}"
+        assert script.exists(), f"{command!r}: no {words[1]}"
         sources = script.read_text() + shared_flags
         for word in words[2:]:
             if word.startswith("--"):
                 flag = word[2:].split("=", 1)[0]
-                assert _defines_flag(sources, flag), (
-                    f"README: {command!r}: {script.name} has no --{flag}"
-                )
+                assert _defines_flag(sources, flag), f"{command!r}: {script.name} has no --{flag}"
