@@ -16,9 +16,11 @@ from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import convert_text_examples, read_text_examples
+from official_bert.kernels import use_fast_kernels
 from official_bert.models import BertEncoder
 from official_bert.scalar_mix_weights import load_scalar_mix
 from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
+from official_bert.training.runner_flags import define_fast_kernels_flag
 
 FLAGS = flags.FLAGS
 
@@ -37,6 +39,7 @@ flags.DEFINE_string("init_checkpoint", None, "Checkpoint to read: TF1, safetenso
 flags.DEFINE_string("vocab_file", None, "vocab.txt the model was trained with.")
 flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for predictions.")
+define_fast_kernels_flag()
 flags.DEFINE_bool("use_tpu", False, "Accepted for compatibility; use --distribution_strategy.")
 flags.DEFINE_string("master", None, "Accepted for compatibility (TF1 TPU master).")
 flags.DEFINE_integer("num_tpu_cores", 8, "Accepted for compatibility.")
@@ -55,6 +58,7 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "init_c
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     if FLAGS.use_tpu:
         logging.warning("--use_tpu is ignored by extract_features.py: features run on the host")
     if not tf.io.gfile.exists(FLAGS.input_file):

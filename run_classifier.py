@@ -11,6 +11,7 @@ on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--
 from absl import app, flags
 
 from official_bert.data.classification.examples import processor_names
+from official_bert.kernels import use_fast_kernels
 from official_bert.training.classifier_finetuning import (
     FEATURE_MODES,
     ClassifierOptions,
@@ -73,6 +74,7 @@ def _processor_kwargs() -> dict:
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_classifier(
         ClassifierOptions(
             **finetuning_flag_values(),

@@ -16,6 +16,7 @@ The layout of output_dir: official_bert/training/multitask_finetuning.py.
 from absl import app, flags
 
 from official_bert.data.classification.examples import processor_names
+from official_bert.kernels import use_fast_kernels
 from official_bert.training.finetuning_flags import define_finetuning_flags, finetuning_flag_values
 from official_bert.training.multitask_finetuning import MultiTaskOptions, run_multitask
 
@@ -49,6 +50,7 @@ flags.mark_flags_as_required(["task_names", "data_dirs", "output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_multitask(
         MultiTaskOptions(
             **finetuning_flag_values(),

@@ -12,6 +12,7 @@ the pre-training ablations of the BERT paper (section 5.1).
 from absl import app, flags, logging
 
 from official_bert.checkpoints.loading import read_bert_config
+from official_bert.kernels import use_fast_kernels
 from official_bert.training.pretraining import PretrainingOptions, run_pretraining
 from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 
@@ -72,6 +73,7 @@ def use_next_sentence_label() -> bool:
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     if not FLAGS.do_train and not FLAGS.do_eval:
         raise app.UsageError("At least one of --do_train or --do_eval must be True.")
     next_sentence = use_next_sentence_label()

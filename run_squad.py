@@ -13,6 +13,7 @@ import os
 from absl import app, flags
 
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.kernels import use_fast_kernels
 from official_bert.training.finetuning_flags import define_hub_module_flag, hub_module_defaults
 from official_bert.training.runner_flags import define_runner_flags, runner_flag_values
 from official_bert.training.squad_finetuning import SquadOptions, run_squad
@@ -66,6 +67,7 @@ flags.mark_flags_as_required(["output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     if FLAGS.eval_only:
         run_squad(
             SquadOptions(

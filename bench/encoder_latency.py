@@ -47,6 +47,9 @@ OUR_VARIANTS = {
     "bf16": ("encoder_forward_bf16", "mixed_bfloat16", False),
     "fp32-xla": ("encoder_forward_fp32_xla", "float32", True),
     "bf16-xla": ("encoder_forward_bf16_xla", "mixed_bfloat16", True),
+    # The same forwards on the plain layers (official_bert.kernels off): the kernels' A/B.
+    "fp32-plain": ("encoder_forward_fp32_plain", "float32", False),
+    "bf16-plain": ("encoder_forward_bf16_plain", "mixed_bfloat16", False),
 }
 # Peer runs: name -> (venv, script, extra flags). The peers compute in float32.
 PEER_RUNS = {

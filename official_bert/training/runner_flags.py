@@ -53,6 +53,14 @@ def define_runner_flags() -> None:
     flags.DEFINE_float("weight_decay_rate", 0.01, "Weight decay (not on LayerNorm and biases).")
     flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
     flags.DEFINE_integer("log_steps", 100, "Steps between progress logs.")
+    define_fast_kernels_flag()
+
+
+def define_fast_kernels_flag() -> None:
+    """--fast_kernels; a script passes its value to official_bert.kernels.use_fast_kernels first."""
+    flags.DEFINE_bool(
+        "fast_kernels", True, "Take the speed paths of official_bert.kernels (same results)."
+    )
 
 
 def runner_flag_values() -> dict:
