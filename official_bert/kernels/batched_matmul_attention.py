@@ -78,12 +78,16 @@ class BatchedMatmulAttention(keras.layers.MultiHeadAttention):
         attention_mask=None,
         training=None,
         return_attention_scores=False,
-        use_causal_mask=False,
+        **keras_arguments,
     ):
         """query [batch, T, heads, key_dim], key [batch, S, heads, key_dim], value [batch, S,
         heads, value_dim] -> ([batch, T, heads, value_dim], probabilities [batch, heads, T, S]),
-        in the compute dtype; attention_mask bool [batch, T, S] or None."""
-        if self._takes_keras_path(use_causal_mask):
+        in the compute dtype; attention_mask bool [batch, T, S] or None.
+
+        keras_arguments: what this Keras release passes beyond these, handed back as is
+        (`use_causal_mask` in 3.15; in 3.12 the causal mask arrives inside attention_mask).
+        """
+        if self._takes_keras_path(keras_arguments.get("use_causal_mask", False)):
             return super()._compute_attention(
                 query,
                 key,
@@ -91,7 +95,7 @@ class BatchedMatmulAttention(keras.layers.MultiHeadAttention):
                 attention_mask=attention_mask,
                 training=training,
                 return_attention_scores=return_attention_scores,
-                use_causal_mask=use_causal_mask,
+                **keras_arguments,
             )
         query = ops.multiply(query, ops.cast(self._inverse_sqrt_key_dim, query.dtype))
         heads_first = [0, 2, 1, 3]  # [batch, seq, heads, size] <-> [batch, heads, seq, size]
