@@ -411,8 +411,9 @@ def main(argv=None):
     if args.summarize:
         print(markdown_table(read_jsonl(args.summarize)))
         return
-    # bench_hooks sits next to this script.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # bench_hooks sits next to this script; the official_bert it times is this checkout's (not
+    # whichever one the environment has installed), as train_step.py's PYTHONPATH does.
+    sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), PROJECT_ROOT]
     for name in args.peer_list:
         check_peer(args, name)
     results = []

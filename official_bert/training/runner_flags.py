@@ -56,10 +56,13 @@ def define_runner_flags() -> None:
     define_fast_kernels_flag()
 
 
-def define_fast_kernels_flag() -> None:
+def define_fast_kernels_flag(flag_values: flags.FlagValues = flags.FLAGS) -> None:
     """--fast_kernels; a script passes its value to official_bert.kernels.use_fast_kernels first."""
     flags.DEFINE_bool(
-        "fast_kernels", True, "Take the speed paths of official_bert.kernels (same results)."
+        "fast_kernels",
+        True,
+        "Take the speed paths of official_bert.kernels (same results).",
+        flag_values=flag_values,
     )
 
 
