@@ -13,8 +13,11 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
+from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
 from official_bert.tasks.feature_extraction import FeatureExtractionOptions, run_feature_extraction
+
+FLAGS = flags.FLAGS
 
 # The original flags and the TF2 ones: one flag per field of FeatureExtractionOptions.
 define_option_flags(FeatureExtractionOptions)
@@ -22,6 +25,7 @@ flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "init_c
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_feature_extraction(options_from_flags(FeatureExtractionOptions))
 
 

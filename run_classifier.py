@@ -13,9 +13,12 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
+from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
+
+FLAGS = flags.FLAGS
 
 # The original model, data, training and TPU flags, the runner's TF2 flags, and the task's:
 # one flag per field of ClassifierOptions.
@@ -24,6 +27,7 @@ flags.mark_flags_as_required(["task_name", "data_dir", "output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_classifier(options_from_flags(ClassifierOptions))
 
 

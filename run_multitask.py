@@ -18,8 +18,11 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
+from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
 from official_bert.tasks.multitask import MultiTaskOptions, run_multitask
+
+FLAGS = flags.FLAGS
 
 # run_classifier.py's model, data, training and prediction flags, the runner's flags, and the
 # tasks': one flag per field of MultiTaskOptions.
@@ -28,6 +31,7 @@ flags.mark_flags_as_required(["task_names", "data_dirs", "output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_multitask(options_from_flags(MultiTaskOptions))
 
 

@@ -14,8 +14,11 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
+from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
+
+FLAGS = flags.FLAGS
 
 # The original flags, the runner's TF2 flags and the ablations': one flag per field of
 # PretrainingOptions.
@@ -24,6 +27,7 @@ flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_pretraining(options_from_flags(PretrainingOptions))
 
 

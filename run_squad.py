@@ -13,8 +13,11 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
+from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
 from official_bert.tasks.squad import SquadOptions, run_squad
+
+FLAGS = flags.FLAGS
 
 # The original flags, the runner's TF2 flags and SQuAD's: one flag per field of SquadOptions.
 define_option_flags(SquadOptions)
@@ -22,6 +25,7 @@ flags.mark_flags_as_required(["output_dir"])
 
 
 def main(_):
+    use_fast_kernels(FLAGS.fast_kernels)  # first: the host allocator is chosen before any tensor
     run_squad(options_from_flags(SquadOptions))
 
 

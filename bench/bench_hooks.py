@@ -17,6 +17,12 @@ run inside one `tf.function` (XLA with the `_xla` factories), like the peers' sc
 `runner_step_fp32` / `runner_step_bf16` time one update through the training Runner's own
 compiled loop (what run_pretraining.py runs). `encoder_latency.py` and `train_step.py` use these
 factories.
+
+Every factory builds with the fast kernels on (official_bert.kernels, as the scripts'
+`--fast_kernels` default), except the `_plain` ones: the same model on the plain layers, for an
+A/B of the kernels. The switch (and, when on, the host allocator) is set by the factory, before
+it makes its first tensor; the allocator is the process's, so an A/B of it needs one process per
+side (train_step.py runs each variant in its own).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from official_bert.kernels import use_fast_kernels  # noqa: E402
 from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
 from official_bert.tasks.pretraining_objective import (  # noqa: E402
     pretraining_loss,
@@ -44,12 +51,14 @@ FP32 = "float32"
 BF16 = "mixed_bfloat16"
 
 
-def build_encoder(cfg: dict, dtype: str = FP32) -> BertEncoder:
+def build_encoder(cfg: dict, dtype: str = FP32, fast_kernels: bool = True) -> BertEncoder:
     """A built, random-initialised BertEncoder with the sizes of a harness config.
 
     dtype: a Keras dtype policy name; "mixed_bfloat16" keeps float32 variables and computes in
     bfloat16 (the encoder's outputs are then bfloat16).
+    fast_kernels: build on official_bert.kernels' speed paths (True) or the plain layers.
     """
+    use_fast_kernels(fast_kernels)
     keras.utils.set_random_seed(0)
     encoder = BertEncoder(
         vocab_size=cfg["V"],
@@ -73,7 +82,9 @@ def encoder_inputs(batch: dict) -> dict:
     }
 
 
-def make_encoder_forward(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
+def make_encoder_forward(
+    cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False, fast_kernels: bool = True
+):
     """Returns forward(): one eval-mode encoder forward on `batch`.
 
     forward() returns {"sequence_output": [batch, seq, hidden], "pooled_output": [batch, hidden]}
@@ -81,7 +92,7 @@ def make_encoder_forward(cfg: dict, batch: dict, dtype: str = FP32, jit_compile:
     leave the tf.function, as the peers' scripts return only these two; the caller syncs by
     fetching them (`.numpy()`).
     """
-    encoder = build_encoder(cfg, dtype)
+    encoder = build_encoder(cfg, dtype, fast_kernels)
     inputs = encoder_inputs(batch)
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
@@ -108,6 +119,14 @@ def encoder_forward_bf16(cfg, batch):
     return make_encoder_forward(cfg, batch, BF16)
 
 
+def encoder_forward_fp32_plain(cfg, batch):
+    return make_encoder_forward(cfg, batch, FP32, fast_kernels=False)
+
+
+def encoder_forward_bf16_plain(cfg, batch):
+    return make_encoder_forward(cfg, batch, BF16, fast_kernels=False)
+
+
 def encoder_forward_fp32_xla(cfg, batch):
     return make_encoder_forward(cfg, batch, FP32, jit_compile=True)
 
@@ -127,16 +146,21 @@ def pretraining_features(batch: dict) -> dict:
     return features
 
 
-def make_runner_step(cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False):
+def make_runner_step(
+    cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False, fast_kernels: bool = True
+):
     """Returns step(): one update through the training Runner's compiled loop, as
     run_pretraining.py runs it (OneDeviceStrategy, `strategy.run`, the original loss normalized
     over the batch, the original AdamWeightDecay with warm-up + linear decay, global-norm clip
     1.0, dropout on), on `batch` repeated. step() returns the loss (float32 scalar tensor).
     No checkpoints or logs: those are per loop of steps_per_loop steps, not per step.
+    The loss reads the kernels switch when the step is traced (its first call): call no other
+    factory in between.
     """
+    use_fast_kernels(fast_kernels)
 
     def model_fn():
-        pretrainer = BertPretrainer(build_encoder(cfg, dtype))
+        pretrainer = BertPretrainer(build_encoder(cfg, dtype, fast_kernels))
         pretrainer.build()
         return pretrainer
 
@@ -171,6 +195,14 @@ def runner_step_fp32(cfg, batch):
 
 def runner_step_bf16(cfg, batch):
     return make_runner_step(cfg, batch, BF16)
+
+
+def runner_step_fp32_plain(cfg, batch):
+    return make_runner_step(cfg, batch, FP32, fast_kernels=False)
+
+
+def runner_step_bf16_plain(cfg, batch):
+    return make_runner_step(cfg, batch, BF16, fast_kernels=False)
 
 
 def runner_step_fp32_xla(cfg, batch):

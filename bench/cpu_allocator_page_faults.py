@@ -1,6 +1,6 @@
 """Page faults and time of a step that makes large host buffers, with TensorFlow's default CPU
-allocator and with the BFC allocator that official_bert asks for (see
-official_bert/cpu_allocator.py).
+allocator and with the BFC allocator that the scripts ask for with the fast kernels on (see
+official_bert/kernels/host_allocator.py).
 
 Each side runs in a fresh process (TensorFlow picks its allocator at its first tensor), makes a
 [640, 30522] float32 tensor (the masked-LM logits of a 'small' pre-training step, 78 MB), calls a
@@ -25,7 +25,8 @@ USE_BFC_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
 
 _ONE_SIDE = r"""
 import json, resource, sys, time
-import official_bert  # noqa: F401  (asks for the BFC allocator unless the environment chose)
+from official_bert.kernels import use_fast_kernels
+use_fast_kernels()  # as the scripts do; the TF_CPU_ALLOCATOR_USE_BFC set for this side is kept
 import tensorflow as tf
 
 calls = int(sys.argv[1])

@@ -47,6 +47,9 @@ OUR_VARIANTS = {
     "bf16": ("encoder_forward_bf16", "mixed_bfloat16", False),
     "fp32-xla": ("encoder_forward_fp32_xla", "float32", True),
     "bf16-xla": ("encoder_forward_bf16_xla", "mixed_bfloat16", True),
+    # The same forwards on the plain layers (official_bert.kernels off): the kernels' A/B.
+    "fp32-plain": ("encoder_forward_fp32_plain", "float32", False),
+    "bf16-plain": ("encoder_forward_bf16_plain", "mixed_bfloat16", False),
 }
 # Peer runs: name -> (venv, script, extra flags). The peers compute in float32.
 PEER_RUNS = {
@@ -408,8 +411,9 @@ def main(argv=None):
     if args.summarize:
         print(markdown_table(read_jsonl(args.summarize)))
         return
-    # bench_hooks sits next to this script.
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    # bench_hooks sits next to this script; the official_bert it times is this checkout's (not
+    # whichever one the environment has installed), as train_step.py's PYTHONPATH does.
+    sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), PROJECT_ROOT]
     for name in args.peer_list:
         check_peer(args, name)
     results = []

@@ -6,7 +6,8 @@ global-norm clip 1.0, dropout on), timed by the peer harness's own `time_ours.py
 and the peers share configs, synthetic batches (`make_pretrain_batch`), warm-up, median and the
 background-load record. Configs (../shared/bench/bench_common.py): small = L4 H256 A4 I1024,
 batch 32; base = L12 H768 A12 I3072, batch 8; seq 128, 20 masked positions, vocab 30522.
-Variants of ours: fp32, bf16 (mixed_bfloat16: float32 variables, bfloat16 compute), fp32-xla.
+Variants of ours: fp32, bf16 (mixed_bfloat16: float32 variables, bfloat16 compute), fp32-xla,
+all with the fast kernels on (the scripts' default), and fp32-plain, bf16-plain with them off.
 Peers (`--peers`, each its harness script under its venv, in float32): tfm, kh (custom loop),
 kh-fit, orig, hf.
 
@@ -45,6 +46,9 @@ OUR_VARIANTS = {
     "fp32": ("runner_step_fp32", "float32"),
     "bf16": ("runner_step_bf16", "mixed_bfloat16"),
     "fp32-xla": ("runner_step_fp32_xla", "float32"),
+    # The same steps on the plain layers (official_bert.kernels off): the kernels' A/B.
+    "fp32-plain": ("runner_step_fp32_plain", "float32"),
+    "bf16-plain": ("runner_step_bf16_plain", "mixed_bfloat16"),
 }
 # name -> (venv, harness script, flags). The peers train in float32.
 PEER_RUNS = {

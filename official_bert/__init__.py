@@ -1,12 +1,11 @@
-"""official_bert: BERT for TensorFlow 2 and Keras 3."""
+"""official_bert: BERT for TensorFlow 2 and Keras 3.
 
-from official_bert.cpu_allocator import prefer_bfc_cpu_allocator
+Importing it changes no environment variable; the speed paths (official_bert.kernels) are off
+until switched on with official_bert.kernels.use_fast_kernels (the scripts do).
+"""
 
-# Before anything below makes a tensor: TensorFlow picks its CPU allocator at its first one.
-prefer_bfc_cpu_allocator()
-
-from official_bert.config import BertConfig, BertConfigError  # noqa: E402
-from official_bert.models import (  # noqa: E402
+from official_bert.config import BertConfig, BertConfigError
+from official_bert.models import (
     BertClassifier,
     BertEncoder,
     BertPretrainer,

@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
+from official_bert.kernels.packed_bits_dropout import dropout_layer
 from official_bert.layers.initializers import bert_initializer
-from official_bert.layers.packed_bits_dropout import PackedBitsDropout
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -59,7 +59,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = keras.layers.LayerNormalization(
             axis=-1, epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout = PackedBitsDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        # keras.layers.Dropout, or its faster twin when the fast kernels are on.
+        self.dropout = dropout_layer(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         self.word_embeddings.build((None, None))

@@ -1,113 +1,21 @@
-"""SelfAttention: Keras multi-head attention with cheaper projections, products and dropout."""
+"""SelfAttention: BERT's multi-head attention, Keras's MultiHeadAttention as it is."""
 
 import keras
-import tensorflow as tf
-from keras import ops
-
-from official_bert.layers.folded_einsum_dense import FoldedEinsumDense
-from official_bert.layers.packed_bits_dropout import PackedBitsDropout
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
 class SelfAttention(keras.layers.MultiHeadAttention):
-    """`keras.layers.MultiHeadAttention` with cheaper projections, masking and dropout.
+    """`keras.layers.MultiHeadAttention`, unchanged: BERT's attention in public Keras API.
 
-    Weights, their names (so checkpoints), config and results are Keras's; three parts of the
-    computation are cheaper on a CPU, each below.
+    Its own name so that the plain path and the speed path
+    (official_bert.kernels.BatchedMatmulAttention, taken when the fast kernels are on) are two
+    named twins with the same weights, variable names (query, key, value, attention_output)
+    and checkpoint keys (`_query_dense`, ..., the attributes Keras tracks them by).
 
-    The probabilities [batch, heads, seq, seq] are the largest tensor dropout touches in a
-    BERT layer (at seq 128 and 4 heads of 64, twice the hidden states), so this is where the
-    cheaper mask of PackedBitsDropout pays most.
+    Masked positions get zero probability (Keras selects -1e9 in before the softmax); BERT's
+    masks always leave a position visible, so this equals the original's additive -10000.
 
-    The two products of the heads (scores = query . key, context = probabilities . value) are
-    batched MatMuls on [batch, heads, seq, head_size] operands, transposed once each, where
-    Keras's einsums ("aecd,abcd->acbe", "acbe,aecd->abcd") go through TensorFlow's einsum,
-    whose transposes and broadcast BatchMatMul took 70 ms forward and backward for a 'small'
-    layer (batch 32, seq 128, 4 heads of 64; 2 threads) against 50 ms for the MatMuls. Other
-    attention axes, flash attention and Keras's causal-mask path keep Keras's code.
-
-    Keras creates the dropout inside `_build_attention`; switching that object's class keeps
-    its seed generator and its place in checkpoints (a second Dropout would leave the first's
-    seed variable behind as an orphan). PackedBitsDropout adds no state, so the switch is safe.
-
-    The query, key, value and output projections become FoldedEinsumDense the same way (after
-    Keras builds them, so weights, names and checkpoints are Keras's): one 2-D MatMul each
-    instead of a broadcast BatchMatMul whose gradient sums over the batch.
-
-    Masked positions get -10000 *added* to their scores before a plain softmax (as the original
-    BERT), where Keras selects -1e9 in with `where` and selects zeros in again after the
-    softmax: two passes over [batch, heads, seq, seq] forward and two backward that the
-    addition does not need. The probabilities are the same (exp underflows to exactly 0 at
-    masked positions) except in a row where every key is masked: Keras gives zeros, the
-    addition (as the original) about the softmax of the unmasked scores. BERT's masks never
-    do that: the first position is always visible.
-
-    Call arguments and returns: as `keras.layers.MultiHeadAttention`.
+    Call arguments and returns: as `keras.layers.MultiHeadAttention`, e.g. query and value
+    float [batch, seq_length, hidden_size], attention_mask bool [batch, seq_length,
+    seq_length] -> float [batch, seq_length, hidden_size] in the compute dtype.
     """
-
-    def build(self, query_shape, value_shape, key_shape=None):
-        super().build(query_shape, value_shape, key_shape)
-        for dense in (self._query_dense, self._key_dense, self._value_dense, self._output_dense):
-            if type(dense) is keras.layers.EinsumDense:
-                dense.__class__ = FoldedEinsumDense
-
-    def _build_attention(self, rank):
-        super()._build_attention(rank)
-        if type(self._dropout_layer) is keras.layers.Dropout:
-            self._dropout_layer.__class__ = PackedBitsDropout
-
-    # Keras's equations for [batch, seq, heads, head_size] projections and attention over axis 1.
-    _HEADS_EQUATIONS = ("aecd,abcd->acbe", "acbe,aecd->abcd")
-
-    def _compute_attention(
-        self,
-        query,
-        key,
-        value,
-        attention_mask=None,
-        training=None,
-        return_attention_scores=False,
-        use_causal_mask=False,
-    ):
-        """query [batch, T, heads, key_dim], key [batch, S, heads, key_dim], value [batch, S,
-        heads, value_dim] -> ([batch, T, heads, value_dim], probabilities [batch, heads, T, S]),
-        in the compute dtype; attention_mask bool [batch, T, S] or None."""
-        equations = (self._dot_product_equation, self._combine_equation)
-        if use_causal_mask or self._flash_attention or equations != self._HEADS_EQUATIONS:
-            return super()._compute_attention(
-                query,
-                key,
-                value,
-                attention_mask=attention_mask,
-                training=training,
-                return_attention_scores=return_attention_scores,
-                use_causal_mask=use_causal_mask,
-            )
-        query = ops.multiply(query, ops.cast(self._inverse_sqrt_key_dim, query.dtype))
-        heads_first = [0, 2, 1, 3]  # [batch, seq, heads, size] <-> [batch, heads, seq, size]
-        scores = tf.matmul(
-            tf.transpose(query, heads_first), tf.transpose(key, heads_first), transpose_b=True
-        )
-        probabilities = self._masked_softmax(scores, attention_mask)
-        dropped = probabilities
-        if self._dropout > 0.0:
-            dropped = self._dropout_layer(probabilities, training=training)
-        context = tf.matmul(dropped, tf.transpose(value, heads_first))
-        return tf.transpose(context, heads_first), probabilities
-
-    def _masked_softmax(self, attention_scores, attention_mask=None):
-        axes = self._softmax.axis
-        axes = (axes,) if isinstance(axes, int) else tuple(axes)
-        if attention_mask is None or len(axes) != 1:
-            return super()._masked_softmax(attention_scores, attention_mask)
-        # Keras's expansion: insert the heads axis (and any other missing ones) before the
-        # query/key axes, e.g. [batch, T, S] -> [batch, 1, T, S].
-        for _ in range(len(attention_scores.shape) - len(attention_mask.shape)):
-            attention_mask = ops.expand_dims(attention_mask, -len(self._attention_axes) * 2 - 1)
-        dtype = attention_scores.dtype
-        # The original's -10000: exp underflows to 0 in every float dtype, yet a row with
-        # every key masked keeps its scores' differences (float32's step at 1e4 is 1e-3).
-        adder = ops.where(
-            ops.cast(attention_mask, "bool"), ops.zeros([], dtype), ops.full([], -10000.0, dtype)
-        )
-        return ops.softmax(attention_scores + adder, axis=axes[0])

@@ -3,8 +3,10 @@
 import keras
 
 from official_bert.activations import canonical_activation_name, get_activation
+from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
+from official_bert.kernels.packed_bits_dropout import dropout_layer
+from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.layers.initializers import bert_initializer
-from official_bert.layers.packed_bits_dropout import PackedBitsDropout
 from official_bert.layers.self_attention import SelfAttention
 
 
@@ -14,10 +16,12 @@ class TransformerBlock(keras.layers.Layer):
 
     This is the original BERT layer ("post-LN"): x = LN(x + Dropout(Attention(x))), then
     x = LN(x + Dropout(Dense(act(Dense(x))))). Attention is `keras.layers.MultiHeadAttention`
-    (as SelfAttention, for its cheaper dropout mask; so are the other dropouts:
-    PackedBitsDropout), which applies the mask as an additive large negative bias before the
-    softmax, as the original's `-10000 * (1 - mask)` does (both give exactly 0 probability in
-    float32).
+    (as SelfAttention), whose masked positions get exactly 0 probability, as with the
+    original's `-10000 * (1 - mask)`.
+
+    With the fast kernels on (official_bert.kernels.use_fast_kernels) when it is constructed,
+    the attention, dropouts and GELU are their faster twins from official_bert.kernels: same
+    weights, variable names and checkpoint keys, same results to float rounding.
 
     Call arguments:
       inputs: float [batch, seq_length, hidden_size].
@@ -59,7 +63,8 @@ class TransformerBlock(keras.layers.Layer):
         # === Layers ===
         initializer = bert_initializer(initializer_range)
         policy = self.dtype_policy
-        self.attention = SelfAttention(
+        attention_class = BatchedMatmulAttention if fast_kernels_enabled() else SelfAttention
+        self.attention = attention_class(
             num_heads=num_attention_heads,
             key_dim=hidden_size // num_attention_heads,
             dropout=attention_dropout_rate,
@@ -67,7 +72,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=policy,
             name="attention",
         )
-        self.attention_dropout = PackedBitsDropout(
+        self.attention_dropout = dropout_layer(
             hidden_dropout_rate, dtype=policy, name="attention_output_dropout"
         )
         self.attention_layer_norm = keras.layers.LayerNormalization(
@@ -83,7 +88,7 @@ class TransformerBlock(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_size, kernel_initializer=initializer, dtype=policy, name="output"
         )
-        self.output_dropout = PackedBitsDropout(
+        self.output_dropout = dropout_layer(
             hidden_dropout_rate, dtype=policy, name="output_dropout"
         )
         self.output_layer_norm = keras.layers.LayerNormalization(

@@ -29,6 +29,11 @@ class BertEncoder(keras.Model):
 
     `training=True` switches dropout on. Floats are in the model's compute dtype.
 
+    Built on the plain layers (public Keras API) unless the fast kernels are on when it is
+    constructed (official_bert.kernels.use_fast_kernels(), which the scripts call): then its
+    attention, dropouts and GELU are their faster twins, with the same weights, checkpoint keys
+    and results (to float rounding).
+
     causal=True makes it a left-to-right encoder (the BERT paper's "LTR & No NSP" ablation,
     section 5.1): position i attends only to real positions j <= i, so no output depends on a
     later token (pooled_output, from [CLS] at position 0, then sees [CLS] alone). The default

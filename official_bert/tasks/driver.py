@@ -8,6 +8,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
 from official_bert.training.distribution import create_strategy
 from official_bert.training.runner import Runner
@@ -52,6 +53,12 @@ def run_task(task: Task) -> dict:
        "export_dir", "eval", "predictions"} (the keys that apply).
     """
     task.validate()
+    # The layers and losses built in this run take the speed paths when the options say so.
+    with fast_kernels(task.options.fast_kernels):
+        return _run(task)
+
+
+def _run(task: Task) -> dict:
     task.prepare(start_run(task.options, task.tpu_paths()))
     runner = create_runner(task)
     runner.restore_or_initialize(task.initialize)

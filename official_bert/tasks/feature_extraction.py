@@ -22,6 +22,7 @@ from official_bert.data.feature_extraction_inputs import (
     convert_text_examples,
     read_text_examples,
 )
+from official_bert.kernels import fast_kernels
 from official_bert.models import BertEncoder
 from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import load_scalar_mix
@@ -148,6 +149,11 @@ class FeatureExtractionOptions:
     num_tpu_cores: int = option(8, help="Accepted for compatibility.")
     use_one_hot_embeddings: bool = option(False, help="Accepted for compatibility; no effect.")
     # === TF2 flags ===
+    fast_kernels: bool = option(
+        True,
+        help="Take the speed paths of official_bert.kernels (same results; false: the plain "
+        "Keras layers).",
+    )
     checkpoint_format: str | None = option(
         None, choices=("tf1", "safetensors", "object"), help="Default: detected."
     )
@@ -194,8 +200,9 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         layer_indexes = parse_layer_indexes(
             options.layers or DEFAULT_LAYERS, config.num_hidden_layers
         )
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
+    with fast_kernels(options.fast_kernels):
+        encoder = BertEncoder.from_bert_config(config)
+        encoder.build()
     load_bert_weights(encoder, options.init_checkpoint, checkpoint_format=options.checkpoint_format)
     tokenizer = FastWordpieceBertTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
     features = convert_text_examples(

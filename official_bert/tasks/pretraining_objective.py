@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.training.softmax_cross_entropy import sparse_softmax_cross_entropy
+from official_bert.kernels.softmax_cross_entropy import sparse_softmax_cross_entropy
 
 # The original's denominator guard: sum(weights) + 1e-5.
 _MLM_DENOMINATOR_EPSILON = 1e-5

@@ -75,6 +75,11 @@ class TrainingOptions:
     enable_xla: bool = option(
         False, help="Compile the train step with XLA (for GPU/TPU; no faster on CPU)."
     )
+    fast_kernels: bool = option(
+        True,
+        help="Take the speed paths of official_bert.kernels (same results; false: the plain "
+        "Keras layers).",
+    )
     seed: int | None = option(
         None, help="Seed of initialization, dropout and input order (and task order)."
     )

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tests.conftest import random_inputs
@@ -234,13 +235,32 @@ def _functions_reached_by_signatures(path):
     return reached, library
 
 
-def test_serving_signatures_need_no_xla(tiny_exports):
-    # The GELU's gradient is XLA-compiled (training only); what serving runs must not be, as TF
-    # Serving ships with XLA:CPU compilation off.
-    for export_type in ("model", "model_with_mlm"):
-        reached, library = _functions_reached_by_signatures(tiny_exports[export_type])
+@pytest.fixture(scope="module")
+def fast_kernels_export(tiny_checkpoint_dir, tmp_path_factory):
+    """The encoder + MLM module exported with the fast kernels on (XLA-compiled GELU gradient)."""
+    from official_bert.export import export_tfhub
+    from official_bert.kernels import fast_kernels
+
+    with fast_kernels(True):
+        return export_tfhub(
+            "model_with_mlm",
+            str(tmp_path_factory.mktemp("fast_kernels_export") / "model_with_mlm"),
+            str(tiny_checkpoint_dir / "vocab.txt"),
+            model_checkpoint_path=str(tiny_checkpoint_dir / "bert_model.ckpt"),
+            default_seq_length=16,
+        )
+
+
+def test_serving_signatures_need_no_xla(tiny_exports, fast_kernels_export):
+    # With the fast kernels the GELU's gradient is XLA-compiled (training only); what serving
+    # runs must not be, as TF Serving ships with XLA:CPU compilation off.
+    exports = {**tiny_exports, "fast_kernels": fast_kernels_export}
+    for export_type in ("model", "model_with_mlm", "fast_kernels"):
+        reached, library = _functions_reached_by_signatures(exports[export_type])
         assert reached, export_type
         compiled = [name for name in library if library[name].attr["_XlaMustCompile"].b]
-        # The GELU's gradient is saved (fine-tuning the module uses it) but never served.
-        assert any("gelu_tanh_gradient" in name for name in compiled), export_type
+        # Plain exports compile nothing; the fast one saves the GELU's gradient (fine-tuning the
+        # module uses it) but never serves it.
+        saved_gradient = any("gelu_tanh_gradient" in name for name in compiled)
+        assert saved_gradient == (export_type == "fast_kernels"), export_type
         assert not set(compiled) & reached, (export_type, set(compiled) & reached)

@@ -1,4 +1,5 @@
-"""FoldedEinsumDense: Keras EinsumDense that runs a plain projection as one 2-D matmul."""
+"""FoldedEinsumDense: Keras EinsumDense that runs a plain projection as one 2-D matmul (a speed
+path: the plain twin is keras.layers.EinsumDense)."""
 
 import math
 
@@ -32,13 +33,12 @@ class FoldedEinsumDense(keras.layers.EinsumDense):
     """`keras.layers.EinsumDense` whose plain projections are one 2-D MatMul plus BiasAdd.
 
     Keras's TensorFlow einsum turns "abc,cde->abde" into `tf.matmul` of the 3-D input with the
-    reshaped 2-D kernel, a *broadcast* BatchMatMul. Its kernel gradient is then one
-    [hidden, heads * head_size] product per batch row followed by a Sum over the batch, and
-    the bias gradient another broadcast Sum. In a BERT pre-training step on this project's
-    2-core CPU these attention projections took ~10% of the step as BatchMatMul + Sum. Folding
-    the leading axes into rows instead (reshape to [rows, k-dims] @ [k-dims, out]) gives one
-    MatMul whose gradients are two MatMuls and a BiasAddGrad, as `keras.layers.Dense` gets.
-    Written by hand because Keras has no switch for it.
+    reshaped 2-D kernel, a *broadcast* BatchMatMul, whose kernel gradient is one
+    [hidden, heads * head_size] product per batch row followed by a Sum over the batch (and the
+    bias gradient another broadcast Sum). Folding the leading axes into rows instead (reshape to
+    [rows, k-dims] @ [k-dims, out]) gives one MatMul whose gradients are two MatMuls and a
+    BiasAddGrad, as `keras.layers.Dense` gets: cheaper on a CPU (bench/RESULTS.md). Written by
+    hand because Keras has no switch for it; the plain twin is EinsumDense itself.
 
     Same constructor, weights (shapes and names), config and results as EinsumDense; equations
     that are not plain projections (see `_fold_plan`), LoRA and quantized layers take Keras's

@@ -1,10 +1,10 @@
-"""Softmax cross-entropy with integer labels over a large vocabulary, fast on CPU.
+"""Softmax cross-entropy with integer labels over a large vocabulary, fast on CPU (a speed path:
+the plain twin is tf.nn.sparse_softmax_cross_entropy_with_logits).
 
-Written by hand because TensorFlow's SparseSoftmaxCrossEntropyWithLogits kernel (Eigen) spends
-about 4x the time of the oneDNN softmax that `tf.nn.softmax` runs on x86 CPUs: on the masked-LM
-logits of a 'small' pre-training step (640 predictions x 30,522 words) 315 ms against 76 ms for
-forward and backward, single thread, about 6% of the whole step. Same values (to float32
-rounding: the loss to 2e-6 at 200, the gradient to 1e-6) and the same gradient formula,
+Written by hand because TensorFlow's SparseSoftmaxCrossEntropyWithLogits kernel (Eigen) is
+several times slower on x86 CPUs than the oneDNN softmax that `tf.nn.softmax` runs, and the
+masked-LM logits of a pre-training step are large (640 predictions x 30,522 words; figures:
+bench/RESULTS.md). Same values (to float32 rounding) and the same gradient formula,
 softmax - one_hot; XLA compiles it as well as the fused op.
 """
 
@@ -12,10 +12,25 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official_bert.kernels.switch import fast_kernels_enabled
+
 
 def sparse_softmax_cross_entropy(labels, logits):
-    """-log softmax(logits)[label] along the last axis, as
+    """-log softmax(logits)[label] along the last axis: the hand-written form below when the
+    fast kernels are on (read when the caller is traced), else
     tf.nn.sparse_softmax_cross_entropy_with_logits.
+
+    labels: int [...] in [0, num_classes); logits: float [..., num_classes]. Returns float [...]
+    in the logits' dtype.
+    """
+    if fast_kernels_enabled():
+        return fast_sparse_softmax_cross_entropy(labels, logits)
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+
+
+def fast_sparse_softmax_cross_entropy(labels, logits):
+    """-log softmax(logits)[label] along the last axis, as
+    tf.nn.sparse_softmax_cross_entropy_with_logits, with a softmax that is fast on CPU.
 
     labels: int [...] in [0, num_classes) (out-of-range labels are an error on CPU, as
       tf.gather's); logits: float [..., num_classes]. Returns float [...] in the logits' dtype.

@@ -1,7 +1,10 @@
-"""PackedBitsDropout: Keras Dropout whose keep-mask costs half the random bits."""
+"""PackedBitsDropout: Keras Dropout whose keep-mask costs half the random bits (a speed path:
+the plain twin is keras.layers.Dropout)."""
 
 import keras
 import tensorflow as tf
+
+from official_bert.kernels.switch import fast_kernels_enabled
 
 # The mask's resolution: each element's keep decision is one 16-bit random number.
 _MASK_LEVELS = 1 << 16
@@ -12,13 +15,13 @@ class PackedBitsDropout(keras.layers.Dropout):
     """`keras.layers.Dropout` that draws two 16-bit mask values from each 32-bit random number.
 
     Keras's TensorFlow dropout draws one random *float* per element (a 32-bit Philox draw, then
-    a conversion). On a CPU, the random draw was 6% of a BERT pre-training step in float32 and
-    11% in mixed_bfloat16, where the uniform floats are also bfloat16 and so coarse that a rate
-    of 0.1 dropped 10.2% of the elements. Here one `stateless_random_uniform` of uint32 covers
+    a conversion); in mixed_bfloat16 the uniform floats are also bfloat16, so coarse that a
+    rate of 0.1 drops 10.2% of the elements. Here one `stateless_random_uniform` of uint32 covers
     two elements (bitcast to uint16), and an element is kept when its 16-bit number is at least
     round(rate * 65536): the same rate to within 1/65536 in every dtype, for half the random
-    numbers and no float conversion. Written by hand because neither Keras nor TensorFlow offers
-    a dropout with a cheaper mask.
+    numbers and no float conversion (the mask's share of a CPU step: bench/RESULTS.md). Written
+    by hand because neither Keras nor TensorFlow offers a dropout with a cheaper mask; the plain
+    twin is keras.layers.Dropout.
 
     Same constructor, config, seed generator (so the same checkpoint layout) and inference
     behaviour as `keras.layers.Dropout`; with a `noise_shape` it defers to Keras's dropout.
@@ -48,3 +51,11 @@ class PackedBitsDropout(keras.layers.Dropout):
         keep = tf.reshape(halves >= threshold, shape)
         scale = tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
         return tf.where(keep, inputs * scale, tf.zeros([], inputs.dtype))
+
+
+def dropout_layer(rate: float, **kwargs) -> keras.layers.Dropout:
+    """A dropout layer for a model being built: PackedBitsDropout when the fast kernels are on
+    (official_bert.kernels.use_fast_kernels), else keras.layers.Dropout. Both have the same
+    constructor, config and (empty) checkpoint state, so the choice changes no variable."""
+    layer_class = PackedBitsDropout if fast_kernels_enabled() else keras.layers.Dropout
+    return layer_class(rate, **kwargs)

@@ -1,10 +1,13 @@
+"""FoldedEinsumDense (fast) against its plain twin keras.layers.EinsumDense: values, gradients,
+weights and the ops it runs."""
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.layers import FoldedEinsumDense, SelfAttention
-from official_bert.layers.folded_einsum_dense import _fold_plan
+from official_bert.kernels import BatchedMatmulAttention, FoldedEinsumDense
+from official_bert.kernels.folded_einsum_dense import _fold_plan
 from tests.conftest import assert_config_round_trip
 
 # (equation, input shape, output_shape, bias_axes): the attention's projections first.
@@ -71,8 +74,8 @@ def test_projection_and_its_gradient_are_plain_matmuls():
     assert y.shape == (2, 3, 4, 8)
 
 
-def test_self_attention_projections_are_folded():
-    attention = SelfAttention(num_heads=2, key_dim=8)
+def test_batched_matmul_attention_projections_are_folded():
+    attention = BatchedMatmulAttention(num_heads=2, key_dim=8)
     x = tf.zeros([2, 5, 16])
     attention(x, x)
     for dense in (

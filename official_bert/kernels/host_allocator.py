@@ -1,19 +1,17 @@
-"""TensorFlow's BFC allocator for host memory, chosen before TensorFlow makes its first tensor.
+"""TensorFlow's BFC allocator for host memory, asked for before TensorFlow makes its first tensor.
 
-Set by hand because TensorFlow's default CPU allocator passes every buffer to malloc, and glibc
-serves a buffer above 32 MiB (its largest mmap threshold) with a fresh mmap that it unmaps again
-on free: the kernel then zero-fills each page of it on first touch. A pre-training step's
-masked-LM logits (640 predictions x 30,522 words, float32) are 78 MB, 19,000 page faults per
-buffer, and the step makes several such buffers (logits, probabilities, their gradient). On the
-'small' pre-training step of bench/train_step.py (2 cores) this took 0.62 cores of kernel time:
-2.71 s a step with the default allocator, 1.70 s with the BFC one. The BFC allocator (the one
-TensorFlow gives its GPUs) keeps freed regions and reuses them, so a step's buffers page-fault only
-in the first step.
+Why: TensorFlow's default CPU allocator passes every buffer to malloc, and glibc serves a buffer
+above 32 MiB with a fresh mmap that it unmaps again on free, so the kernel zero-fills each page of
+it on first touch: a pre-training step's masked-LM logits (640 predictions x 30,522 words,
+float32, 78 MB) fault 19,000 pages per buffer on such hosts (figures: bench/RESULTS.md,
+cpu_allocator_page_faults.py). The BFC allocator (the one TensorFlow gives its GPUs) keeps freed
+regions and reuses them.
 
-TensorFlow reads `TF_CPU_ALLOCATOR_USE_BFC` once, when it creates its CPU allocator at its first
-host allocation (importing tensorflow or keras allocates nothing), so `import official_bert` sets
-it; a process that ran TensorFlow ops before that import keeps the allocator it already has.
-`TF_CPU_ALLOCATOR_USE_BFC=0` in the environment keeps TensorFlow's default.
+TensorFlow reads `TF_CPU_ALLOCATOR_USE_BFC` once, at its first host allocation (importing
+tensorflow or keras allocates nothing). `import official_bert` does not set it: the scripts do,
+through `official_bert.kernels.use_fast_kernels` called first in their main. A process that ran
+TensorFlow ops before keeps the allocator it already has; `TF_CPU_ALLOCATOR_USE_BFC` already in
+the environment (e.g. `=0` for TensorFlow's default) is kept.
 """
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+"""PackedBitsDropout (fast) against its plain twin keras.layers.Dropout: rate, scaling,
+gradient, config and checkpoint layout."""
+
 import re
 
 import keras
@@ -5,7 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.layers import PackedBitsDropout, SelfAttention
+from official_bert.kernels import BatchedMatmulAttention, PackedBitsDropout, fast_kernels
+from official_bert.kernels.packed_bits_dropout import dropout_layer
+from official_bert.layers import SelfAttention
 from tests.conftest import assert_config_round_trip
 
 
@@ -70,17 +75,26 @@ def test_same_config_and_checkpoint_layout_as_keras_dropout():
     assert all(len(set(row)) == 1 for row in np.asarray(rows).tolist())
 
 
-def test_self_attention_is_keras_attention_with_the_packed_dropout():
+def test_batched_matmul_attention_is_the_plain_attention_with_the_packed_dropout():
     kwargs = dict(num_heads=2, key_dim=8, dropout=0.1, seed=1)
-    ours, theirs = SelfAttention(**kwargs), keras.layers.MultiHeadAttention(**kwargs)
+    ours, theirs = BatchedMatmulAttention(**kwargs), SelfAttention(**kwargs)
     x = tf.random.stateless_normal([2, 5, 16], seed=[5, 6])
     mask = tf.constant(np.tril(np.ones([5, 5], bool))[None].repeat(2, 0))
     ours(x, x, attention_mask=mask), theirs(x, x, attention_mask=mask)
     assert isinstance(ours._dropout_layer, PackedBitsDropout)
-    assert _layout(ours) == _layout(theirs, ("multi_head_attention", "self_attention"))
+    assert _layout(ours) == _layout(theirs, ("self_attention", "batched_matmul_attention"))
     theirs.set_weights(ours.get_weights())
     np.testing.assert_allclose(
         ours(x, x, attention_mask=mask), theirs(x, x, attention_mask=mask), atol=1e-6
     )
     trained = ours(x, x, attention_mask=mask, training=True)
     assert not np.allclose(trained, ours(x, x, attention_mask=mask), atol=1e-3)
+
+
+def test_dropout_layer_is_the_plain_dropout_unless_the_fast_kernels_are_on():
+    with fast_kernels(False):
+        plain = dropout_layer(0.1, name="d")
+    with fast_kernels(True):
+        fast = dropout_layer(0.1, name="d")
+    assert type(plain) is keras.layers.Dropout and type(fast) is PackedBitsDropout
+    assert plain.get_config() == fast.get_config()

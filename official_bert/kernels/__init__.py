@@ -1,0 +1,36 @@
+"""The speed paths, apart from the model: each a faster twin of a plain Keras/TensorFlow piece,
+tested equal to it (tests/kernels/), and taken only when switched on.
+
+  folded_einsum_dense       FoldedEinsumDense: attention projections as one 2-D MatMul
+  batched_matmul_attention  BatchedMatmulAttention: the heads' products as batched MatMuls
+  packed_bits_dropout       PackedBitsDropout: a dropout mask from half the random bits
+  gelu_gradient             gelu_tanh: the tanh GELU with an XLA-fused gradient
+  softmax_cross_entropy     sparse_softmax_cross_entropy on the oneDNN softmax
+  host_allocator            TensorFlow's BFC allocator for host memory
+  switch                    use_fast_kernels / fast_kernels: the one switch
+
+The library's default is off (plain Keras, public API only); the scripts switch it on with
+`--fast_kernels` (default true) through `use_fast_kernels`, first thing in their main. A plain
+and a fast model have the same weights, variable names and checkpoint keys.
+"""
+
+from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
+from official_bert.kernels.folded_einsum_dense import FoldedEinsumDense
+from official_bert.kernels.gelu_gradient import gelu_tanh
+from official_bert.kernels.host_allocator import prefer_bfc_cpu_allocator
+from official_bert.kernels.packed_bits_dropout import PackedBitsDropout, dropout_layer
+from official_bert.kernels.softmax_cross_entropy import sparse_softmax_cross_entropy
+from official_bert.kernels.switch import fast_kernels, fast_kernels_enabled, use_fast_kernels
+
+__all__ = [
+    "BatchedMatmulAttention",
+    "FoldedEinsumDense",
+    "PackedBitsDropout",
+    "dropout_layer",
+    "fast_kernels",
+    "fast_kernels_enabled",
+    "gelu_tanh",
+    "prefer_bfc_cpu_allocator",
+    "sparse_softmax_cross_entropy",
+    "use_fast_kernels",
+]
