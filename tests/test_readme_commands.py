@@ -17,6 +17,7 @@ before the block, so a reader sees it too:
                                                                  command's own (or are added)
 """
 
+import glob
 import json
 import os
 import re
@@ -345,7 +346,10 @@ def test_documented_command_runs(command, readme_env):
     for flag in OUTPUT_FLAGS:
         for arg in args:
             if arg.startswith(flag + "="):
-                assert os.path.exists(arg.split("=", 1)[1]), f"{command}: no {arg}"
+                path = arg.split("=", 1)[1]
+                # A sharded output is <prefix>-SSSSS-of-NNNNN.
+                written = os.path.exists(path) or glob.glob(glob.escape(path) + "-*-of-*")
+                assert written, f"{command}: no {arg}"
 
 
 def readme_inline_commands() -> list[str]:
