@@ -328,7 +328,8 @@ def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp
         f"--input_file={corpus}",
         f"--output_file={output}",
         f"--vocab_file={vocab_file}",
-        "--dupe_factor=10",
+        # Enough work (seconds on a fast host) that the kill lands while the outputs are open.
+        "--dupe_factor=60",
         "--num_workers=1",
     ]
     process = subprocess.Popen(
@@ -338,9 +339,9 @@ def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 120
+    # Killed as soon as the temporary output exists (it is opened before the first chunk).
     while not list(tmp_path.glob(".o.tfrecord.tmp-*")) and time.time() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)
+        time.sleep(0.01)
     process.send_signal(signal.SIGKILL)
     process.wait()
     names = [p.name for p in tmp_path.iterdir()]

@@ -28,8 +28,17 @@ def project(tmp_path):
 
 
 def _make(project, *arguments):
+    # Not a sub-make of `make test` (which would print "Entering directory" lines).
+    environment = {
+        k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")
+    }
     return subprocess.run(
-        ["make", *arguments], cwd=project, capture_output=True, text=True, timeout=120
+        ["make", *arguments],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=environment,
     )
 
 

@@ -1,14 +1,20 @@
 """The exported encoder (TF Hub BERT encoder API): outputs, weights, dropout, shapes, serving,
 and that nothing of the machine it was made on leaks into it."""
 
+import pathlib
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from tests.conftest import random_inputs
+
+# TensorFlow's console script, installed beside the interpreter (a virtual environment's bin/ is
+# not necessarily on PATH when its python runs the tests).
+SAVED_MODEL_CLI = str(pathlib.Path(sys.executable).parent / "saved_model_cli")
 
 
 def _load(path):
@@ -102,7 +108,7 @@ def test_saved_model_cli_shows_and_runs_serving_default(tiny_exports, tmp_path):
     path = str(tiny_exports["model"])
     shown = subprocess.run(
         [
-            "saved_model_cli",
+            SAVED_MODEL_CLI,
             "show",
             "--dir",
             path,
@@ -134,7 +140,7 @@ def test_saved_model_cli_shows_and_runs_serving_default(tiny_exports, tmp_path):
         np.save(tmp_path / f"{name}.npy", value)
     ran = subprocess.run(
         [
-            "saved_model_cli",
+            SAVED_MODEL_CLI,
             "run",
             "--dir",
             path,
