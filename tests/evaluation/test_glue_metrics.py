@@ -34,13 +34,18 @@ def test_ranks_and_correlations():
     assert spearman_correlation(x, x**3) == pytest.approx(1.0)
 
 
+# scipy.stats.pearsonr and spearmanr (scipy 1.17.1) on the data below: the reference values,
+# kept here so that the check runs without scipy.
+SCIPY_PEARSON = 0.6481219522704553
+SCIPY_SPEARMAN = 0.6495335453372094
+
+
 def test_correlations_equal_scipy_with_ties():
-    stats = pytest.importorskip("scipy.stats")
     rng = np.random.default_rng(0)
     x = rng.integers(0, 6, 500).astype(np.float64)  # many ties, as STS-B gold scores
     y = x + rng.normal(0, 2, 500)
-    assert pearson_correlation(y, x) == pytest.approx(stats.pearsonr(y, x)[0], abs=1e-12)
-    assert spearman_correlation(y, x) == pytest.approx(stats.spearmanr(y, x)[0], abs=1e-12)
+    assert pearson_correlation(y, x) == pytest.approx(SCIPY_PEARSON, abs=1e-12)
+    assert spearman_correlation(y, x) == pytest.approx(SCIPY_SPEARMAN, abs=1e-12)
 
 
 def test_task_metrics():
