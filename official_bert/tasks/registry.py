@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from official_bert.data.classification.examples import DataProcessor, get_processor
 from official_bert.data.tagging.examples import TaggingProcessor
-from official_bert.tasks.classification import ClassificationTask, ClassifierOptions
+from official_bert.tasks.classification import (
+    ClassificationTask,
+    ClassifierOptions,
+    validate_classifier_options,
+)
 from official_bert.tasks.driver import run_task
 from official_bert.tasks.tagging import TaggingTask
 from official_bert.tasks.task import Task
@@ -25,6 +29,8 @@ TASKS_BY_PROCESSOR_FAMILY: dict[type, type[ClassificationTask]] = {
 def create_classifier_task(options: ClassifierOptions) -> Task:
     """The Task of options.task_name over options.data_dir (its processor made with the
     options' processor arguments)."""
+    # The flags' checks first: a wrong setting is named before any data is read.
+    validate_classifier_options(options)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_arguments())
     return task_class_for_processor(processor)(options, processor)
 
