@@ -194,9 +194,6 @@ class SquadTask(FinetuningTask):
     def validate(self) -> None:
         validate_squad_options(self.options)
 
-    def tpu_paths(self) -> dict[str, str | None]:
-        return {"output_dir": self.options.output_dir}
-
     def prepare(self, strategy) -> None:
         super().prepare(strategy)
         options = self.options
