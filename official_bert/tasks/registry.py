@@ -16,6 +16,7 @@ from official_bert.tasks.classification import (
     validate_classifier_options,
 )
 from official_bert.tasks.driver import run_task
+from official_bert.tasks.multi_label_classification import MultiLabelClassificationTask
 from official_bert.tasks.tagging import TaggingTask
 from official_bert.tasks.task import Task
 
@@ -28,10 +29,12 @@ TASKS_BY_PROCESSOR_FAMILY: dict[type, type[ClassificationTask]] = {
 
 def create_classifier_task(options: ClassifierOptions) -> Task:
     """The Task of options.task_name over options.data_dir (its processor made with the
-    options' processor arguments)."""
+    options' processor arguments); MultiLabelClassificationTask with options.multi_label."""
     # The flags' checks first: a wrong setting is named before any data is read.
     validate_classifier_options(options)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_arguments())
+    if options.multi_label:
+        return MultiLabelClassificationTask(options, processor)
     return task_class_for_processor(processor)(options, processor)
 
 
