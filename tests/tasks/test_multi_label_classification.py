@@ -28,6 +28,10 @@ from official_bert.tasks.classification_objective import (
     classifier_loss_fn,
     mean_multi_label_eval_loss,
 )
+from official_bert.tasks.multi_label_classification import (
+    read_label_thresholds,
+    write_label_thresholds,
+)
 from official_bert.tasks.registry import create_classifier_task, run_classifier
 from tests.conftest import REPO_ROOT
 from tests.tiny_data import (
@@ -138,6 +142,16 @@ def test_loss_is_binary_cross_entropy_by_hand():
         + (1 - labels[:, 0]) * np.log(1 - probabilities[:, 0])
     )
     assert float(single) == pytest.approx(column, rel=1e-6)
+
+
+def test_thresholds_saved_for_other_labels_are_refused(tmp_path):
+    path = label_thresholds_path(str(tmp_path))
+    assert path == str(tmp_path / ".checkpoint.label_thresholds.json")
+    assert read_label_thresholds(path, ["a", "b"]) is None  # none yet
+    write_label_thresholds(path, ["a", "b"], np.array([0.25, 0.75]), None, ",", 7)
+    np.testing.assert_array_equal(read_label_thresholds(path, ["a", "b"]), [0.25, 0.75])
+    with pytest.raises(ValueError, match=r"labels \['a', 'b'\], but the task's labels are"):
+        read_label_thresholds(path, ["a", "c"])
 
 
 # === The options ===
