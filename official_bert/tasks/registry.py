@@ -56,7 +56,8 @@ def run_classifier(options: ClassifierOptions) -> dict:
 
     Returns:
       {"history": [(step, loss)], "eval": {...}, "predictions": ..., "export_dir": str,
-       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}, the keys
-      that apply.
+       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix);
+       with multi_label also "label_thresholds" (after training) and "predicted_labels" (a
+       tuple of label names per test example)}, the keys that apply.
     """
     return run_task(create_classifier_task(options))

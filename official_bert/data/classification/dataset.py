@@ -24,9 +24,8 @@ _TAGGING_NAMES = ("label_weights", "sentence_index")
 
 def inspect_classifier_file(path: str) -> dict:
     """{"max_seq_length", "is_regression", "is_tagging", "label_width"} of a classification or
-    tagging TFRecord
-    file, from its first record; a file of another kind raises ValueError naming the missing
-    features."""
+    tagging TFRecord file, from its first record; a file of another kind raises ValueError
+    naming the missing features."""
     features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
     if missing:
@@ -70,9 +69,10 @@ def classifier_dataset(
 
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
-    regression; multi-hot int32 [batch, num_labels] for multi-label records), is_real_example ([batch] float32, a weight). Tagging records: label_ids int32
-    and label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index
-    int32 [batch].
+    regression; multi-hot int32 [batch, num_labels] for multi-label records, never trimmed),
+    is_real_example ([batch] float32, a weight). Tagging records: label_ids int32 and
+    label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index int32
+    [batch].
 
     `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
 
