@@ -1,6 +1,5 @@
 """run_squad end to end with a tiny model on a handful of real SQuAD questions and on the
-Chinese reading sample (CMRC 2018 metrics), --eval_only,
-and the original script's checks."""
+Chinese reading sample (CMRC 2018 metrics), --eval_only, and the original script's checks."""
 
 import json
 
