@@ -26,10 +26,11 @@ def _tiny_config():
     )
 
 
-def _options(minilm_dir, output_dir, **overrides):
+def _options(vocab_dir, output_dir, **overrides):
+    """Tiny settings; vocab_dir holds vocab.txt (MiniLM's, or samples/zh's)."""
     values = dict(
         bert_config=_tiny_config(),
-        vocab_file=str(minilm_dir / "vocab.txt"),
+        vocab_file=str(vocab_dir / "vocab.txt"),
         output_dir=str(output_dir),
         max_seq_length=64,
         doc_stride=32,
@@ -164,10 +165,10 @@ def test_the_chinese_sample_trains_predicts_and_reports_cmrc_metrics(tmp_path):
     # same questions (the model learns them).
     train_file = ZH / "reading" / "train.json"
     output_dir = tmp_path / "out"
-    options = SquadOptions(
+    options = _options(
+        ZH,
+        output_dir,
         bert_config=BertConfig.from_json_file(str(ZH / "bert_config.json")),
-        vocab_file=str(ZH / "vocab.txt"),
-        output_dir=str(output_dir),
         train_file=str(train_file),
         predict_file=str(train_file),
         do_train=True,
@@ -175,13 +176,10 @@ def test_the_chinese_sample_trains_predicts_and_reports_cmrc_metrics(tmp_path):
         max_seq_length=96,
         doc_stride=48,
         max_query_length=24,
-        train_batch_size=8,
         learning_rate=1e-3,
         num_train_epochs=40.0,
         steps_per_loop=20,
         log_steps=20,
-        n_best_size=5,
-        seed=1,
     )
     results = run_squad(options)
     history = results["history"]
