@@ -41,7 +41,7 @@ from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000
 # Bumped when what is written for the same inputs changes, so cached files are redone.
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: CJK ideographs are document tokens
 
 
 @dataclasses.dataclass
