@@ -15,7 +15,7 @@ from official_bert.data.squad.examples import (
     split_context,
 )
 from official_bert.data.squad.features import convert_examples_to_features, improve_answer_span
-from official_bert.tokenization import FastWordpieceBertTokenizer
+from official_bert.tokenization import FastWordpieceBertTokenizer, _is_chinese_char
 from tests.conftest import REPO_ROOT, SHARED_DATA
 
 ZH = REPO_ROOT / "samples" / "zh"
@@ -124,7 +124,9 @@ def test_the_training_span_is_the_occurrence_answer_start_names(tmp_path):
         "年",
     ]
     # The first and second mentions are different labels (the original gave both the first).
-    assert features[0].start_position != features[1].start_position
+    labelled_words = [f.token_to_orig_map[f.start_position] for f in features[:2]]
+    assert labelled_words == [first.start_position, second.start_position]
+    assert first.start_position != second.start_position
 
 
 def test_an_answer_start_that_does_not_match_is_counted_and_skipped(tmp_path, caplog):
@@ -211,23 +213,29 @@ def test_drcd_gold_spans_come_from_answer_start():
     assert read.num_skipped <= len(answers) // 100
     tokenizer = FastWordpieceBertTokenizer(str(BERT_BASE_CHINESE_VOCAB), do_lower_case=True)
     features = convert_examples_to_features(read.examples, tokenizer, 512, 128, 64, True)
-    word_of_char = {}
+    split = {}
     labelled, wrong_words, wrong_text = set(), set(), set()
     for feature in features:
         if feature.start_position == 0:  # the answer is outside this window
             continue
         example = read.examples[feature.example_index]
         context, answer = answers[example.qas_id]
-        if context not in word_of_char:
-            word_of_char[context] = split_context(context)[1]
+        if context not in split:
+            split[context] = (split_context(context)[1], _word_starts(context))
+        word_of_char, word_starts = split[context]
         start, text = answer["answer_start"], answer["text"]
-        named = (word_of_char[context][start], word_of_char[context][start + len(text) - 1])
+        end = start + len(text)
         labelled.add(example.qas_id)
-        words = (
-            feature.token_to_orig_map[feature.start_position],
-            feature.token_to_orig_map[feature.end_position],
-        )
-        if words != named:
+        first = feature.token_to_orig_map[feature.start_position]
+        last = feature.token_to_orig_map[feature.end_position]
+        # The words answer_start names; where the answer begins or ends with an ideograph,
+        # that word is the ideograph itself, at exactly that character.
+        right = (first, last) == (word_of_char[start], word_of_char[end - 1])
+        if _is_chinese_char(ord(text[0])):
+            right = right and word_starts[first] == start
+        if _is_chinese_char(ord(text[-1])):
+            right = right and word_starts[last] + len(example.doc_tokens[last]) == end
+        if not right:
             wrong_words.add(example.qas_id)
         pieces = feature.tokens[feature.start_position : feature.end_position + 1]
         if "".join(pieces).replace("##", "") != "".join(text.lower().split()):
@@ -238,8 +246,8 @@ def test_drcd_gold_spans_come_from_answer_start():
         if context.find(answer["text"]) != answer["answer_start"]
     }
     print(
-        f"DRCD dev: {len(labelled)} questions labelled, {len(wrong_words)} outside the words "
-        f"answer_start names, {len(wrong_text)} whose pieces are not the answer's text ([UNK], "
+        f"DRCD dev: {len(labelled)} questions labelled, {len(wrong_words)} not where "
+        f"answer_start says, {len(wrong_text)} whose pieces are not the answer's text ([UNK], "
         f"or an answer inside a number such as '8' in '80%'); {len(later)} answers occur earlier"
     )
     # Every answered question has a window holding its answer, at the occurrence answer_start
