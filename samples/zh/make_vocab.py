@@ -1,17 +1,57 @@
-"""Writes samples/zh/vocab.txt: BERT's special tokens, then every character of the Chinese
-corpus sample once (sorted), so that the sample tokenizes without [UNK] and without the shared
-bert-base-chinese vocabulary. Run from the repository root: python samples/zh/make_vocab.py"""
+"""Writes samples/zh/vocab.txt and samples/zh/bert_config.json.
 
+vocab.txt: BERT's special tokens, then every character of the Chinese samples once (sorted):
+the pre-training corpus and the reading set's contexts, questions and answers, so that they
+tokenize without [UNK] and without the shared bert-base-chinese vocabulary. A letter or digit
+(lower-cased, as do_lower_case) also gets its "##" twin, so that a Latin word or a number
+("python", "2018") becomes pieces instead of [UNK].
+
+bert_config.json: a tiny BERT (2 layers of 32) with this vocabulary's size, for the commands of
+docs/chinese.md and the tests; any real model uses its own config.
+
+Run from the repository root: python samples/zh/make_vocab.py
+"""
+
+import json
 from pathlib import Path
 
 HERE = Path(__file__).parent
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+TINY_CONFIG = {
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 32,
+    "initializer_range": 0.02,
+    "intermediate_size": 64,
+    "max_position_embeddings": 128,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 2,
+    "type_vocab_size": 2,
+}
+
+
+def reading_texts():
+    """The contexts, questions and answers of samples/zh/reading/*.json."""
+    for path in sorted((HERE / "reading").glob("*.json")):
+        for article in json.loads(path.read_text(encoding="utf-8"))["data"]:
+            for paragraph in article["paragraphs"]:
+                yield paragraph["context"]
+                for qa in paragraph["qas"]:
+                    yield qa["question"]
+                    yield from (answer["text"] for answer in qa["answers"])
 
 
 def main():
-    text = (HERE / "pretraining_corpus.txt").read_text(encoding="utf-8")
-    characters = sorted({character for character in text if not character.isspace()})
-    (HERE / "vocab.txt").write_text("\n".join(SPECIAL_TOKENS + characters) + "\n", "utf-8")
+    texts = [(HERE / "pretraining_corpus.txt").read_text(encoding="utf-8"), *reading_texts()]
+    characters = {character.lower() for text in texts for character in text}
+    characters = sorted(character for character in characters if not character.isspace())
+    pieces = [f"##{character}" for character in characters if character.isascii()]
+    pieces = [piece for piece in pieces if piece[2:].isalnum()]
+    tokens = SPECIAL_TOKENS + characters + pieces
+    (HERE / "vocab.txt").write_text("\n".join(tokens) + "\n", "utf-8")
+    config = dict(TINY_CONFIG, vocab_size=len(tokens))
+    (HERE / "bert_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
