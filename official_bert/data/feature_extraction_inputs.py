@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.data.document_windows import DocSpan, doc_spans, max_context_span
+from official_bert.data.document_windows import text_windows
 from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -143,47 +143,6 @@ def convert_text_examples(
             )
 
 
-def _line_windows(
-    unique_id: int, length_a: int, length_b: int | None, max_seq_length: int, doc_stride: int
-) -> list[tuple[int, int, list[int], list[int]]]:
-    """The windows of one line whose texts have `length_a` and `length_b` (None: a single text)
-    wordpieces: (start, length) of the windowed text's slice, the row positions that carry the
-    line's features and the line positions they give, per window.
-
-    The line is [CLS] A [SEP] (B [SEP]); the windowed text is A for a single text, else B.
-
-    Raises:
-      ValueError: a pair whose first text leaves no room for the second in max_seq_length.
-    """
-    if length_b is None:
-        fixed, windowed = 1, length_a  # [CLS] comes before the window
-        room = max_seq_length - 2
-    else:
-        fixed, windowed = length_a + 2, length_b  # [CLS] A [SEP] before the window
-        room = max_seq_length - 3 - length_a
-        if room < 1:
-            raise ValueError(
-                f"line {unique_id + 1}: with --doc_stride the first text of a pair is repeated in "
-                f"every window, but its {length_a} wordpieces leave no room for the second in "
-                f"--max_seq_length={max_seq_length}; shorten it or raise --max_seq_length"
-            )
-    # A text of no wordpieces (control characters only) is one empty window, as without windows.
-    spans = doc_spans(windowed, room, doc_stride) or [DocSpan(0, 0)]
-    windows = []
-    for index, span in enumerate(spans):
-        rows = list(range(fixed)) if index == 0 else []
-        lines = list(rows)
-        for offset in range(span.length):
-            if max_context_span(spans, span.start + offset) == index:
-                rows.append(fixed + offset)
-                lines.append(fixed + span.start + offset)
-        if index == len(spans) - 1:  # the closing [SEP]
-            rows.append(fixed + span.length)
-            lines.append(fixed + windowed)
-        windows.append((span.start, span.length, rows, lines))
-    return windows
-
-
 def _windowed_features(
     batch: list[TextExample],
     pieces_a: list,
@@ -193,7 +152,8 @@ def _windowed_features(
     max_seq_length: int,
     doc_stride: int,
 ) -> Iterator[TokenFeatures]:
-    """The windows of a batch of tokenized lines, in line order (see `_line_windows`)."""
+    """The windows of a batch of tokenized lines, in line order (see
+    document_windows.text_windows)."""
     cls, sep = tokenizer.convert_ids_to_tokens([tokenizer.cls_id, tokenizer.sep_id])
     for index, example in enumerate(batch):
         a = pieces_a[index]
@@ -201,14 +161,18 @@ def _windowed_features(
         line_tokens = [cls, *tokenizer.convert_ids_to_tokens(a), sep]
         if b is not None:
             line_tokens += [*tokenizer.convert_ids_to_tokens(b), sep]
-        windows = _line_windows(
-            example.unique_id, len(a), None if b is None else len(b), max_seq_length, doc_stride
+        windows = text_windows(
+            len(a),
+            None if b is None else len(b),
+            max_seq_length,
+            doc_stride,
+            where=f"line {example.unique_id + 1}",
         )
         windowed = a if b is None else b
-        slices = [windowed[start : start + length] for start, length, _, _ in windows]
+        slices = [windowed[w.start : w.start + w.length] for w in windows]
         segments = [slices] if b is None else [[a] * len(slices), slices]
         packed = packer.pack_id_arrays(segments)
-        for window_index, (_, _, rows, lines) in enumerate(windows):
+        for window_index, window in enumerate(windows):
             input_ids = packed["input_word_ids"][window_index].tolist()
             input_mask = packed["input_mask"][window_index].tolist()
             yield TokenFeatures(
@@ -220,6 +184,6 @@ def _windowed_features(
                 window_index,
                 len(windows),
                 line_tokens,
-                rows,
-                lines,
+                window.row_positions,
+                window.line_positions,
             )
