@@ -23,8 +23,8 @@ _TAGGING_NAMES = ("label_weights", "sentence_index")
 
 
 def inspect_classifier_file(path: str) -> dict:
-    """{"max_seq_length", "is_regression", "is_tagging"} of a classification or tagging TFRecord
-    file, from its first record; a file of another kind raises ValueError naming the missing
+    """{"max_seq_length", "is_regression", "is_tagging", "is_windowed"} of a classification or
+    tagging TFRecord file, from its first record; a file of another kind raises ValueError naming the missing
     features."""
     features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
@@ -37,6 +37,7 @@ def inspect_classifier_file(path: str) -> dict:
         "max_seq_length": len(features["input_ids"].int64_list.value),
         "is_regression": bool(features["label_ids"].float_list.value),
         "is_tagging": all(name in features for name in _TAGGING_NAMES),
+        "is_windowed": "example_index" in features,
     }
 
 
@@ -65,7 +66,8 @@ def classifier_dataset(
 
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
-    regression), is_real_example ([batch] float32, a weight). Tagging records: label_ids int32
+    regression), is_real_example ([batch] float32, a weight), and for the windows of long
+    documents example_index ([batch] int32). Tagging records: label_ids int32
     and label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index
     int32 [batch].
 
@@ -85,7 +87,7 @@ def classifier_dataset(
     if info["is_tagging"]:
         spec = tagging_feature_spec(max_seq_length)
     else:
-        spec = classifier_feature_spec(max_seq_length, info["is_regression"])
+        spec = classifier_feature_spec(max_seq_length, info["is_regression"], info["is_windowed"])
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
