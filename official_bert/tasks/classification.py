@@ -283,6 +283,11 @@ class ClassificationTask(FinetuningTask):
     init_checkpoint (or of the exported encoder), only the head (and the scalar mix) learn.
     "frozen_scalar_mix" also writes the learned mix after training to
     output_dir/scalar_mix_weights.json (see official_bert.scalar_mix_weights).
+
+    With doc_stride (long documents), the records hold windows (with example_index), training
+    sees every window with its example's label, and eval_results.txt and test_results.tsv are
+    per example: the windows' logits combined by window_aggregation (tasks/window_aggregation).
+    The serving model still truncates its inputs to max_seq_length.
     """
 
     # What the task does, in words (for messages).
@@ -369,6 +374,12 @@ class ClassificationTask(FinetuningTask):
         if options.export_dir == "":
             return None
         export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
+        if options.doc_stride is not None:
+            logging.warning(
+                "The serving model truncates inputs to max_seq_length=%d: --doc_stride windows "
+                "are made by run_classifier.py's eval and predict only",
+                options.max_seq_length,
+            )
         return export_classifier_serving_model(
             runner.model, self.packer, self.labels, self.processor.takes_pairs, export_dir
         )

@@ -7,6 +7,7 @@ from official_bert.data.document_windows import (
     check_is_max_context,
     doc_spans,
     max_context_span,
+    text_windows,
 )
 
 
@@ -47,3 +48,28 @@ def test_an_exact_tie_goes_to_the_first_window():
 def test_empty_windows_or_stride_are_an_error(length, stride):
     with pytest.raises(ValueError, match="max_tokens_for_doc >= 1 and doc_stride >= 1"):
         doc_spans(10, length, stride)
+
+
+def test_text_windows_cover_every_position_once_in_order():
+    """The property long-document tagging and extract_features rely on: taken window after
+    window, the positions each carries are 0, 1, ..., the whole input's length - 1."""
+    for pieces in range(0, 40):
+        for room in range(1, 12):
+            for stride in range(1, 14):
+                windows = text_windows(pieces, None, room + 2, stride, "a line")
+                lines = [p for window in windows for p in window.line_positions]
+                assert lines == list(range(pieces + 2)), (pieces, room, stride)
+                for window in windows:  # [CLS] before the window's first piece
+                    assert all(
+                        line - row == window.start
+                        for row, line in zip(
+                            window.row_positions, window.line_positions, strict=True
+                        )
+                        if 0 < row <= window.length
+                    )
+    # A pair: [CLS] A [SEP] in the first window, B windowed after it.
+    windows = text_windows(2, 10, 10, 2, "a pair")
+    assert [(w.start, w.length) for w in windows] == [(0, 5), (2, 5), (4, 5), (6, 4)]
+    assert windows[0].line_positions[:4] == [0, 1, 2, 3]
+    assert windows[-1].line_positions[-1] == 2 + 10 + 2
+    assert windows[-1].row_positions[-1] == 4 + 4

@@ -1,6 +1,7 @@
-"""run_classifier.py --doc_stride for classification: long examples become overlapping windows,
+"""run_classifier.py --doc_stride. Classification: long examples become overlapping windows,
 each window trains with the example's label, and eval/predict combine the windows' logits into
-one prediction per example (--window_aggregation)."""
+one prediction per example (--window_aggregation). Tagging: each word is tagged in the window
+where it has the most context."""
 
 import numpy as np
 import pytest
@@ -9,11 +10,13 @@ from official_bert.checkpoints.loading import read_bert_config
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.classification.data_processor import ClassifierExample
 from official_bert.data.classification.features import encode_classifier_windows
+from official_bert.data.tagging.examples import TaggedSentence
+from official_bert.data.tagging.features import encode_tagged_windows, word_predictions
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.classification_objective import softmax
 from official_bert.tasks.registry import run_classifier
 from official_bert.tasks.window_aggregation import aggregate_windows
-from tests.tiny_data import tiny_sentences, write_tiny_checkpoint
+from tests.tiny_data import tiny_sentences, write_tiny_checkpoint, write_tiny_tagging_task
 
 
 def test_aggregation_by_hand():
@@ -167,3 +170,71 @@ def test_windows_train_and_combine_into_one_prediction_per_example(bert_dir, tmp
         f"eval_accuracy = {trained['eval']['eval_accuracy']}"
         in (output_dir / "eval_results.txt").read_text()
     )
+
+
+def test_tagging_windows_tag_each_word_in_its_max_context_window(bert_dir):
+    packer = BertInputPacker(str(bert_dir / "vocab.txt"), 8)
+    words = "the films was very good and the plot jumped fun".split()
+    # Pieces: the film ##s was very good and the plot jump ##ed fun (12); windows of 6 starting
+    # 2 apart: [0, 5], [2, 7], [4, 9], [6, 11]. A word's first piece at p goes to the window
+    # with the largest min(p - start, end - p), the earlier on a tie (all 6 long):
+    # the@0 films@1 was@3 -> 0; very@4 good@5 -> 1; and@6 the@7 -> 2; plot@8 jumped@9 fun@11
+    # -> 3. Row position = 1 + p - start.
+    tags = ["O", "B-NEG", "O", "O", "B-POS", "O", "O", "O", "B-ANIMAL", "I-ANIMAL"]
+    labels = ["O", "B-POS", "B-NEG", "B-ANIMAL", "I-ANIMAL"]
+    sentences = [
+        TaggedSentence("dev-0", tuple(words), tuple(tags), 1),
+        TaggedSentence("dev-1", ("good",), ("B-POS",), 12),
+    ]
+    arrays = encode_tagged_windows(sentences, packer, labels, doc_stride=2)
+    assert arrays["sentence_index"].ravel().tolist() == [0, 0, 0, 0, 1]
+    weighted = [np.flatnonzero(row).tolist() for row in arrays["label_weights"]]
+    assert weighted == [[1, 2, 4], [3, 4], [3, 4], [3, 4, 6], [1]]
+    tag_ids = [labels.index(tag) for tag in tags]
+    assert [arrays["label_ids"][r, p] for r, ps in enumerate(weighted[:4]) for p in ps] == tag_ids
+    tokens = packer.tokenizer.convert_ids_to_tokens(arrays["input_ids"][3][:8])
+    assert tokens == ["[CLS]", "and", "the", "plot", "jump", "##ed", "fun", "[SEP]"]
+
+    # Read back: each word's output comes from its window (an output naming row and position).
+    outputs = 100 * np.arange(5)[:, None] + np.arange(8)[None, :]
+    per_word = word_predictions(
+        outputs, arrays["label_weights"], arrays["sentence_index"].ravel(), 2
+    )
+    assert per_word[0].tolist() == [1, 2, 4, 103, 104, 203, 204, 303, 304, 306]
+    assert per_word[1].tolist() == [401]
+
+
+def test_long_sentences_are_tagged_word_for_word_with_windows(bert_dir, tmp_path):
+    sentences = write_tiny_tagging_task(tmp_path / "data", counts=(24, 12, 6), long_every=3)
+    output_dir = tmp_path / "run"
+    results = run_classifier(
+        _options(
+            bert_dir,
+            tmp_path / "data",
+            output_dir,
+            task_name="conll",
+            labels=None,
+            max_seq_length=16,
+            doc_stride=5,
+            num_train_epochs=2.0,
+            do_train=True,
+            do_eval=True,
+            do_predict=True,
+        )
+    )
+    assert max(len(words) for words, _ in sentences["dev"]) > 16
+    summary = (output_dir / "eval.tf_record.json").read_text()
+    windows = int(summary.split('"num_real_examples": ')[1].split(",")[0].split("}")[0])
+    assert windows > len(sentences["dev"])
+
+    def read_blocks(path):
+        blocks = (output_dir / path).read_text().strip("\n").split("\n\n")
+        return [[line.split(" ") for line in block.splitlines()] for block in blocks]
+
+    dev = read_blocks("eval_predictions.txt")
+    assert [[row[0] for row in block] for block in dev] == [w for w, _ in sentences["dev"]]
+    correct = sum(row[1] == row[2] for block in dev for row in block)
+    total = sum(len(block) for block in dev)
+    assert correct / total == pytest.approx(results["eval"]["eval_accuracy"])
+    test = read_blocks("test_predictions.txt")
+    assert [[row[0] for row in block] for block in test] == [w for w, _ in sentences["test"]]
