@@ -164,9 +164,10 @@ def split_records(
     batch_size: int,
     setup: FinetuningSetup,
     encode_examples=encode_classifier_examples,
+    doc_stride: int | None = None,
 ) -> ClassifierRecords:
     """The cached TFRecords of one split ("train", "dev", "test") in `directory`, made by
-    `encode_examples` (see prepare_classifier_records).
+    `encode_examples` (see prepare_classifier_records; with `doc_stride`, as windows).
 
     A TPU needs every batch full: eval and predict sets are padded with examples that have
     is_real_example = 0, as the original did with PaddingInputExample.
@@ -180,7 +181,7 @@ def split_records(
         pad_to_multiple_of=batch_size if setup.is_tpu and split != "train" else 1,
         max_examples=options.max_train_examples if split == "train" else 0,
         encode_examples=encode_examples,
-        doc_stride=getattr(options, "doc_stride", None),
+        doc_stride=doc_stride,
     )
 
 
@@ -208,6 +209,7 @@ def requested_split_records(
             batch_size,
             setup,
             encode_examples,
+            options.doc_stride,
         )
         if wanted
         else None
