@@ -1,12 +1,14 @@
 """extract_features.py --pooling: one vector per line, against sentence-transformers' reference
 embeddings of all-MiniLM-L6-v2 and against the per-token features of the same run."""
 
+import itertools
 import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig
@@ -19,6 +21,7 @@ from official_bert.tasks.feature_extraction import (
     count_lines,
     extract_features,
     extract_sentence_embeddings,
+    line_outputs,
     run_feature_extraction,
 )
 from official_bert.tasks.sentence_pooling import pool_tokens
@@ -200,3 +203,26 @@ def test_flags_that_do_not_go_together_are_named(
         run_feature_extraction(options)
     assert fragment in str(error.value)
     assert list(tmp_path.iterdir()) == [text]
+
+
+def test_lines_stream_a_batch_at_a_time(tiny):
+    """Nothing reads the whole input: the first vectors of an endless input come out after one
+    batch of examples is read (so a million lines take the memory of a batch)."""
+    _, tokenizer = tiny
+    drawn = []
+
+    def endless():
+        for index in itertools.count():
+            drawn.append(index)
+            yield TextExample(index, "the movie was good" if index % 2 else "hello world")
+
+    def forward(inputs):  # each token's "vector" is its id: the outputs show what went in
+        return [tf.cast(inputs["input_word_ids"][..., None], tf.float32)]
+
+    features = convert_text_examples(endless(), tokenizer, 8, examples_per_batch=16)
+    first = list(itertools.islice(line_outputs(forward, features, 4, trim_padding=True), 10))
+    assert [unique_id for unique_id, _, _ in first] == list(range(10))
+    assert len(drawn) == 16  # one batch of examples, not the endless rest
+    _, tokens, (vectors,) = first[1]
+    assert tokens == ["[CLS]", "the", "movie", "was", "good", "[SEP]"]
+    assert vectors[:, 0].tolist() == tokenizer.convert_tokens_to_ids(tokens)
