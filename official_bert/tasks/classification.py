@@ -20,6 +20,7 @@ from official_bert.data.classification.examples import DataProcessor
 from official_bert.data.classification.features import (
     ClassifierRecords,
     encode_classifier_examples,
+    encode_classifier_windows,
     prepare_classifier_records,
 )
 from official_bert.evaluation.glue_metrics import glue_metrics
@@ -43,6 +44,7 @@ from official_bert.tasks.finetuning import (
     train_dataset_fn,
     validate_finetuning_options,
 )
+from official_bert.tasks.window_aggregation import WINDOW_AGGREGATIONS, aggregate_windows
 from official_bert.training.prediction import predict
 from official_bert.training.runner import Runner, write_eval_results
 
@@ -72,6 +74,21 @@ class ClassifierOptions(FinetuningOptions):
     export_dir: str | None = option(
         None,
         help="Raw-text serving SavedModel (default output_dir/serving_model; '' skips).",
+    )
+    doc_stride: int | None = option(
+        None,
+        help="Long documents: cut an example longer than max_seq_length into windows starting "
+        "this many wordpieces apart (of a pair, text_b; text_a is repeated in each) instead of "
+        "truncating it. Classification trains on each window with the example's label and "
+        "combines the windows' logits (--window_aggregation) for eval and predict; tagging "
+        "tags each word in the window where it has the most context. Default: truncate (the "
+        "original; tagging then splits long sentences without overlap).",
+    )
+    window_aggregation: str = option(
+        "mean",
+        choices=WINDOW_AGGREGATIONS,
+        help="With --doc_stride, how a classification example's windows combine: the mean, "
+        "the per-class max, or the first window's logits.",
     )
     # === The generic task (--task_name=generic), conll and XNLI ===
     text_a_column: str = option("0", help="generic: index or header name of the first text.")
@@ -141,6 +158,18 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
             raise ValueError("`multi_label` and `is_regression` exclude each other")
         if not options.label_separator:
             raise ValueError("`label_separator` must not be empty with `multi_label`")
+        if options.doc_stride is not None:
+            raise ValueError(
+                "`multi_label` does not window long documents yet: leave `doc_stride` unset "
+                "(long examples are truncated to max_seq_length)"
+            )
+    if options.doc_stride is not None and options.doc_stride < 1:
+        raise ValueError(f"`doc_stride` must be a positive number, got {options.doc_stride}")
+    if options.window_aggregation not in WINDOW_AGGREGATIONS:
+        raise ValueError(
+            f"`window_aggregation` must be one of {list(WINDOW_AGGREGATIONS)}, got "
+            f"{options.window_aggregation!r}"
+        )
     if options.feature_mode == "frozen_concat_last4" and options.bert_config.num_hidden_layers < 4:
         raise ValueError(
             "`feature_mode=frozen_concat_last4` needs at least 4 encoder layers; "
@@ -161,9 +190,10 @@ def split_records(
     batch_size: int,
     setup: FinetuningSetup,
     encode_examples=encode_classifier_examples,
+    doc_stride: int | None = None,
 ) -> ClassifierRecords:
     """The cached TFRecords of one split ("train", "dev", "test") in `directory`, made by
-    `encode_examples` (see prepare_classifier_records).
+    `encode_examples` (see prepare_classifier_records; with `doc_stride`, as windows).
 
     A TPU needs every batch full: eval and predict sets are padded with examples that have
     is_real_example = 0, as the original did with PaddingInputExample.
@@ -177,6 +207,7 @@ def split_records(
         pad_to_multiple_of=batch_size if setup.is_tpu and split != "train" else 1,
         max_examples=options.max_train_examples if split == "train" else 0,
         encode_examples=encode_examples,
+        doc_stride=doc_stride,
     )
 
 
@@ -204,6 +235,7 @@ def requested_split_records(
             batch_size,
             setup,
             encode_examples,
+            options.doc_stride,
         )
         if wanted
         else None
@@ -279,12 +311,19 @@ class ClassificationTask(FinetuningTask):
     init_checkpoint (or of the exported encoder), only the head (and the scalar mix) learn.
     "frozen_scalar_mix" also writes the learned mix after training to
     output_dir/scalar_mix_weights.json (see official_bert.scalar_mix_weights).
+
+    With doc_stride (long documents), the records hold windows (with example_index), training
+    sees every window with its example's label, and eval_results.txt and test_results.tsv are
+    per example: the windows' logits combined by window_aggregation (tasks/window_aggregation).
+    The serving model still truncates its inputs to max_seq_length.
     """
 
     # What the task does, in words (for messages).
     kind = "sentence (pair) classification"
-    # How a split's examples become records (see prepare_classifier_records).
+    # How a split's examples become records (see prepare_classifier_records), without and with
+    # doc_stride.
     encode_examples = staticmethod(encode_classifier_examples)
+    encode_windows = staticmethod(encode_classifier_windows)
 
     def __init__(self, options: ClassifierOptions, processor):
         super().__init__(options)
@@ -302,8 +341,9 @@ class ClassificationTask(FinetuningTask):
         self.packer = BertInputPacker(
             options.vocab_file, options.max_seq_length, options.do_lower_case
         )
+        encode = self.encode_examples if options.doc_stride is None else self.encode_windows
         train, dev, test = requested_split_records(
-            self.processor, self.packer, options, self.setup, self.encode_examples
+            self.processor, self.packer, options, self.setup, encode
         )
         self.records = {"train": train, "dev": dev, "test": test}
         if train is not None:
@@ -362,15 +402,41 @@ class ClassificationTask(FinetuningTask):
         if options.export_dir == "":
             return None
         export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
+        if options.doc_stride is not None:
+            logging.warning(
+                "The serving model truncates inputs to max_seq_length=%d: --doc_stride windows "
+                "are made by run_classifier.py's eval and predict only",
+                options.max_seq_length,
+            )
         return export_classifier_serving_model(
             runner.model, self.packer, self.labels, self.processor.takes_pairs, export_dir
         )
 
+    def _example_outputs(self, runner: Runner, split: str, batch_size: int) -> dict:
+        """predict_records' logits ("outputs") and label_ids of a split, one row per example:
+        with doc_stride, the windows' logits combined per example (window_aggregation) and the
+        example's label."""
+        options = self.options
+        if options.doc_stride is None:
+            return predict_records(
+                runner.model, self.records[split], batch_size, options, self.setup
+            )
+        outputs = predict_records(
+            runner.model,
+            self.records[split],
+            batch_size,
+            options,
+            self.setup,
+            keep=("label_ids", "example_index"),
+        )
+        logits, first_windows = aggregate_windows(
+            outputs["outputs"], outputs["example_index"], options.window_aggregation
+        )
+        return {"outputs": logits, "label_ids": outputs["label_ids"][first_windows]}
+
     def evaluate(self, runner: Runner) -> dict:
         options = self.options
-        outputs = predict_records(
-            runner.model, self.records["dev"], options.eval_batch_size, options, self.setup
-        )
+        outputs = self._example_outputs(runner, "dev", options.eval_batch_size)
         return {
             "eval": evaluate_classifier(
                 options.task_name,
@@ -384,8 +450,6 @@ class ClassificationTask(FinetuningTask):
 
     def predict(self, runner: Runner) -> dict:
         options = self.options
-        logits = predict_records(
-            runner.model, self.records["test"], options.predict_batch_size, options, self.setup
-        )["outputs"]
+        logits = self._example_outputs(runner, "test", options.predict_batch_size)["outputs"]
         path = os.path.join(options.output_dir, "test_results.tsv")
         return {"predictions": write_test_results(path, logits, self.labels is None)}

@@ -1,5 +1,10 @@
 """Feature extraction (extract_features.py): contextual token features of every input line from a
-BERT encoder, written as the original extract_features.py writes them."""
+BERT encoder, written as the original extract_features.py writes them; or, with --pooling, one
+sentence vector per line (sentence_pooling.py) as JSON lines or a float32 .npy matrix.
+
+Lines longer than max_seq_length are truncated as by the original, or with --doc_stride cut into
+overlapping windows whose max-context tokens make up the whole line
+(data/feature_extraction_inputs.py)."""
 
 from __future__ import annotations
 
@@ -22,10 +27,13 @@ from official_bert.data.feature_extraction_inputs import (
     convert_text_examples,
     read_text_examples,
 )
+from official_bert.data.record_batches import trimmed_length
 from official_bert.kernels import fast_kernels
 from official_bert.models import BertEncoder
+from official_bert.npy_row_writer import NpyRowWriter
 from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import load_scalar_mix
+from official_bert.tasks.sentence_pooling import POOLINGS, pool_tokens
 from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 
 # The "index" of the mixed entry in the output when extracting with a ScalarMix.
@@ -56,6 +64,51 @@ def _batches(features: Iterable[TokenFeatures], batch_size: int) -> Iterator[lis
         yield batch
 
 
+def line_outputs(
+    forward, features: Iterable[TokenFeatures], batch_size: int, trim_padding: bool = False
+) -> Iterator[tuple[int, list[str], list[np.ndarray]]]:
+    """Runs `forward` (inputs dict -> list of float32 [batch, seq_length, width] tensors) over
+    the features, `batch_size` rows per call, and yields per input line, in order, (unique_id,
+    its tokens, per output an array float32 [num_tokens, width]).
+
+    A line cut into windows (features with line_tokens) is put together from its windows: each
+    token's vectors from the window that carries it (its max-context window; see
+    data/feature_extraction_inputs.py). Only the windows of one line are held at a time.
+
+    `trim_padding` cuts each batch to its longest row (rounded up to a multiple of 8, as
+    record_batches.trimmed_length): the outputs at real tokens do not depend on padding, so
+    short sentences run several times faster, at the price of a trace per length.
+    """
+    pending = None  # the arrays of the line whose windows are being put together
+    for batch in _batches(features, batch_size):
+        real = len(batch)
+        # Pad the last batch to full size so the traced function is reused.
+        padded = batch + [batch[-1]] * (batch_size - real)
+        inputs = {
+            "input_word_ids": np.array([f.input_ids for f in padded], np.int32),
+            "input_mask": np.array([f.input_mask for f in padded], np.int32),
+            "input_type_ids": np.array([f.input_type_ids for f in padded], np.int32),
+        }
+        if trim_padding:
+            trimmed = int(trimmed_length(inputs["input_mask"], inputs["input_mask"].shape[1]))
+            inputs = {name: value[:, :trimmed] for name, value in inputs.items()}
+        values = [output.numpy() for output in forward(inputs)]
+        for row, feature in enumerate(batch):
+            if feature.line_tokens is None:
+                length = len(feature.tokens)
+                yield feature.unique_id, feature.tokens, [v[row, :length] for v in values]
+                continue
+            if feature.window_index == 0:
+                pending = [
+                    np.zeros([len(feature.line_tokens), v.shape[-1]], np.float32) for v in values
+                ]
+            for line_array, v in zip(pending, values, strict=True):
+                line_array[feature.line_positions] = v[row, feature.row_positions]
+            if feature.window_index == feature.num_windows - 1:
+                yield feature.unique_id, feature.line_tokens, pending
+                pending = None
+
+
 def extract_features(
     encoder,
     features: Iterable[TokenFeatures],
@@ -66,7 +119,8 @@ def extract_features(
 ) -> int:
     """Runs the encoder (dropout off) and writes one JSON line per example, in the original
     format: {"linex_index": id, "features": [{"token": t, "layers": [{"index": i,
-    "values": [...6 decimals]}]}]}, for the real (unpadded) tokens.
+    "values": [...6 decimals]}]}]}, for the real (unpadded) tokens (of the whole line when the
+    features are windows).
 
     With `scalar_mix` (a built ScalarMix over all the encoder's layers; `layer_indexes` is then
     ignored), each token has one entry instead, {"index": "scalar_mix", "values": [...]}: the
@@ -77,6 +131,86 @@ def extract_features(
     """
     if scalar_mix is not None:
         layer_indexes = [SCALAR_MIX_INDEX]
+    forward = _forward_function(encoder, layer_indexes, scalar_mix)
+    written = 0
+    start = time.time()
+    with atomic_output(output_file) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
+        for unique_id, line_tokens, layer_values in line_outputs(forward, features, batch_size):
+            tokens = []
+            for position, token in enumerate(line_tokens):
+                layers = [
+                    {
+                        "index": layer_index,
+                        "values": [round(float(x), 6) for x in layer_values[j][position]],
+                    }
+                    for j, layer_index in enumerate(layer_indexes)
+                ]
+                tokens.append({"token": token, "layers": layers})
+            writer.write(json.dumps({"linex_index": unique_id, "features": tokens}) + "\n")
+            written += 1
+            if written % batch_size == 0:
+                _log_progress(written, start)
+    _log_progress(written, start)
+    return written
+
+
+def extract_sentence_embeddings(
+    encoder,
+    features: Iterable[TokenFeatures],
+    output_file: str,
+    pooling: str,
+    num_lines: int | None = None,
+    output_format: str = "jsonl",
+    normalize: bool = False,
+    batch_size: int = 32,
+    scalar_mix=None,
+) -> int:
+    """Runs the encoder (dropout off) and writes one vector per input line (see
+    sentence_pooling.pool_tokens: `pooling` of the last layer, or of `scalar_mix` for
+    "scalar_mix"; L2-normalized with `normalize`).
+
+    output_format "jsonl": a line {"linex_index": id, "embedding": [floats]} per input line
+    (full float32 precision). "npy": a float32 [num_lines, hidden_size] matrix, row i the line
+    i; `num_lines` is required (the header is written first, so nothing is held in memory).
+    Batches are cut to their longest line (line_outputs' trim_padding): the vectors are the
+    same, faster.
+
+    Written under a temporary name and renamed when complete. Returns the number of lines.
+    """
+    if (pooling == "scalar_mix") != (scalar_mix is not None):
+        raise ValueError("pooling 'scalar_mix' needs a ScalarMix, and only it takes one")
+    forward = _forward_function(encoder, [-1], scalar_mix)
+    written = 0
+    start = time.time()
+    with atomic_output(output_file) as temporary:
+        if output_format == "npy":
+            if num_lines is None:
+                raise ValueError("output_format 'npy' needs num_lines (for the header)")
+            writer = NpyRowWriter(temporary, num_lines, encoder.hidden_size)
+        elif output_format == "jsonl":
+            writer = tf.io.gfile.GFile(temporary, "w")
+        else:
+            raise ValueError(f"output_format must be jsonl or npy, got {output_format!r}")
+        with writer:
+            lines = line_outputs(forward, features, batch_size, trim_padding=True)
+            for unique_id, _, (vectors,) in lines:
+                vector = pool_tokens(vectors, pooling, normalize)
+                if output_format == "npy":
+                    writer.write(vector)
+                else:
+                    values = [float(x) for x in vector]
+                    writer.write(json.dumps({"linex_index": unique_id, "embedding": values}))
+                    writer.write("\n")
+                written += 1
+                if written % (batch_size * 100) == 0:
+                    _log_progress(written, start)
+    _log_progress(written, start)
+    return written
+
+
+def _forward_function(encoder, layer_indexes, scalar_mix):
+    """A tf.function: encoder inputs -> [the float32 [batch, seq_length, hidden_size] outputs
+    of `layer_indexes`], or [the scalar mix of all layers] when `scalar_mix` is given."""
 
     @tf.function(reduce_retracing=True)
     def forward(inputs):
@@ -86,39 +220,12 @@ def extract_features(
             return [tf.cast(scalar_mix(layers), tf.float32)]
         return [tf.cast(layers[index], tf.float32) for index in layer_indexes]
 
-    written = 0
-    start = time.time()
-    with atomic_output(output_file) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
-        for batch in _batches(features, batch_size):
-            real = len(batch)
-            # Pad the last batch to full size so the traced function is reused.
-            padded = batch + [batch[-1]] * (batch_size - real)
-            inputs = {
-                "input_word_ids": np.array([f.input_ids for f in padded], np.int32),
-                "input_mask": np.array([f.input_mask for f in padded], np.int32),
-                "input_type_ids": np.array([f.input_type_ids for f in padded], np.int32),
-            }
-            layer_values = [layer.numpy() for layer in forward(inputs)]
-            for row, feature in enumerate(batch):
-                tokens = []
-                for position, token in enumerate(feature.tokens):
-                    layers = [
-                        {
-                            "index": layer_index,
-                            "values": [round(float(x), 6) for x in layer_values[j][row, position]],
-                        }
-                        for j, layer_index in enumerate(layer_indexes)
-                    ]
-                    tokens.append({"token": token, "layers": layers})
-                writer.write(
-                    json.dumps({"linex_index": feature.unique_id, "features": tokens}) + "\n"
-                )
-            written += real
-            elapsed = time.time() - start
-            logging.info(
-                "extract_features: %d examples, %.1f examples/s", written, written / elapsed
-            )
-    return written
+    return forward
+
+
+def _log_progress(written: int, start: float) -> None:
+    elapsed = max(time.time() - start, 1e-9)
+    logging.info("extract_features: %d examples, %.1f examples/s", written, written / elapsed)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -161,20 +268,45 @@ class FeatureExtractionOptions:
         None,
         help="scalar_mix_weights.json of run_classifier.py --feature_mode=frozen_scalar_mix: "
         'output one entry per token, {"index": "scalar_mix", "values": ...}, the learned mix '
-        "of all layers, instead of --layers.",
+        "of all layers, instead of --layers (and what --pooling=scalar_mix averages).",
+    )
+    doc_stride: int | None = option(
+        None,
+        help="Cut a line longer than max_seq_length into windows starting this many wordpieces "
+        "apart (of a pair, the second text; the first is repeated in each) instead of "
+        "truncating it; each token's features come from the window where it has the most "
+        "context (the SQuAD rule). Default: truncate, as the original.",
+    )
+    pooling: str | None = option(
+        None,
+        choices=POOLINGS,
+        help="Write one vector per line instead of per-token features: cls ([CLS] of the last "
+        "layer), mean (mean of the last layer over the real tokens, as sentence-transformers) "
+        "or scalar_mix (that mean of --scalar_mix_weights' mix of all layers).",
+    )
+    output_format: str = option(
+        "jsonl",
+        choices=("jsonl", "npy"),
+        help='With --pooling: jsonl ({"linex_index": i, "embedding": [...]} per line) or npy '
+        "(a float32 [lines, hidden_size] matrix).",
+    )
+    normalize: bool = option(
+        False, help="With --pooling: divide each vector by its L2 norm (unit vectors)."
     )
 
 
 def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     """Reads input_file, runs the encoder of init_checkpoint (dropout off) and writes the
-    features of every line to output_file in the original format (see extract_features).
-    Returns the number of examples written.
+    features of every line to output_file in the original format (see extract_features), or
+    with `pooling` one vector per line (see extract_sentence_embeddings). Returns the number of
+    lines written.
 
     No runner and no driver: nothing trains and nothing is checkpointed; the encoder runs
     once, in order, on this host.
     """
     if options.use_tpu:
         logging.warning("--use_tpu is ignored by extract_features.py: features run on the host")
+    _check_output_options(options)
     if not tf.io.gfile.exists(options.input_file):
         raise FileNotFoundError(f"--input_file: input file not found: {options.input_file}")
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
@@ -189,7 +321,10 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
             f"({config.max_position_embeddings}) in {config_file}"
         )
     scalar_mix = layer_indexes = None
-    if options.scalar_mix_weights:
+    if options.pooling:
+        if options.scalar_mix_weights:
+            scalar_mix = load_scalar_mix(options.scalar_mix_weights, config.num_hidden_layers)
+    elif options.scalar_mix_weights:
         if options.layers is not None:
             raise ValueError(
                 "--layers and --scalar_mix_weights exclude each other: with --scalar_mix_weights "
@@ -206,8 +341,25 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     load_bert_weights(encoder, options.init_checkpoint, checkpoint_format=options.checkpoint_format)
     tokenizer = FastWordpieceBertTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
     features = convert_text_examples(
-        read_text_examples(options.input_file), tokenizer, options.max_seq_length
+        read_text_examples(options.input_file),
+        tokenizer,
+        options.max_seq_length,
+        doc_stride=options.doc_stride,
     )
+    if options.pooling:
+        count = extract_sentence_embeddings(
+            encoder,
+            features,
+            options.output_file,
+            options.pooling,
+            num_lines=count_lines(options.input_file) if options.output_format == "npy" else None,
+            output_format=options.output_format,
+            normalize=options.normalize,
+            batch_size=options.batch_size,
+            scalar_mix=scalar_mix,
+        )
+        logging.info("Wrote the vectors of %d lines to %s", count, options.output_file)
+        return count
     count = extract_features(
         encoder,
         features,
@@ -218,3 +370,50 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     )
     logging.info("Wrote features of %d examples to %s", count, options.output_file)
     return count
+
+
+def _check_output_options(options: FeatureExtractionOptions) -> None:
+    """The flags that go together, each error naming them."""
+    if options.doc_stride is not None and options.doc_stride < 1:
+        raise ValueError(f"--doc_stride must be a positive number, got {options.doc_stride}")
+    if options.pooling is None:
+        for name, value, default in (
+            ("output_format", options.output_format, "jsonl"),
+            ("normalize", options.normalize, False),
+        ):
+            if value != default:
+                raise ValueError(
+                    f"--{name}={value} needs --pooling (one vector per line); the per-token "
+                    "features are always JSON lines"
+                )
+        return
+    if options.pooling not in POOLINGS:
+        raise ValueError(f"--pooling must be one of {list(POOLINGS)}, got {options.pooling!r}")
+    if options.output_format not in ("jsonl", "npy"):
+        raise ValueError(f"--output_format must be jsonl or npy, got {options.output_format!r}")
+    if options.layers is not None:
+        raise ValueError(
+            f"--layers and --pooling exclude each other: --pooling={options.pooling} reads "
+            + (
+                "the scalar mix of all layers"
+                if options.pooling == "scalar_mix"
+                else "the last layer"
+            )
+        )
+    if (options.pooling == "scalar_mix") != bool(options.scalar_mix_weights):
+        raise ValueError(
+            "--pooling=scalar_mix needs --scalar_mix_weights (the mix to average), and the "
+            f"other poolings read the last layer only (got --pooling={options.pooling} and "
+            f"--scalar_mix_weights={options.scalar_mix_weights!r})"
+        )
+
+
+def count_lines(path: str) -> int:
+    """The number of lines of a text file (a last line without a newline counts), streaming."""
+    count = 0
+    ends_with_newline = True
+    with tf.io.gfile.GFile(path, "rb") as reader:
+        while chunk := reader.read(1 << 22):
+            count += chunk.count(b"\n")
+            ends_with_newline = chunk.endswith(b"\n")
+    return count + (0 if ends_with_newline else 1)

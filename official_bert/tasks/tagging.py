@@ -15,7 +15,11 @@ from absl import logging
 
 from official_bert.config import write_text_atomically
 from official_bert.data.tagging.examples import TaggedSentence
-from official_bert.data.tagging.features import encode_tagged_sentences, word_predictions
+from official_bert.data.tagging.features import (
+    encode_tagged_sentences,
+    encode_tagged_windows,
+    word_predictions,
+)
 from official_bert.evaluation.tagging_metrics import tagging_metrics
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.tasks.classification import ClassificationTask, predict_records
@@ -61,7 +65,8 @@ class TaggingTask(ClassificationTask):
     eval_f1 and eval_<type>_f1, conlleval's entity scores; global_step), eval_predictions.txt
     (`word gold predicted`) and test_predictions.txt (`word predicted`), both in the CoNLL
     layout, and for frozen_scalar_mix scalar_mix_weights.json. Every word is tagged, also in
-    sentences longer than max_seq_length (see data/tagging/features.py).
+    sentences longer than max_seq_length (see data/tagging/features.py): split without overlap,
+    or with doc_stride as overlapping windows, each word tagged in its max-context window.
 
     No raw-text serving SavedModel (export_dir is ignored): the model's output is per
     wordpiece, and the word alignment is done here in Python.
@@ -69,6 +74,7 @@ class TaggingTask(ClassificationTask):
 
     kind = "token tagging"
     encode_examples = staticmethod(encode_tagged_sentences)
+    encode_windows = staticmethod(encode_tagged_windows)
 
     def build_model(self):
         options = self.options

@@ -13,13 +13,12 @@ import json
 import numpy as np
 import pytest
 
+from official_bert.data.document_windows import check_is_max_context, doc_spans
 from official_bert.data.feature_extraction_inputs import TextExample, convert_text_examples
 from official_bert.data.squad.examples import read_squad_examples
 from official_bert.data.squad.features import (
     FIRST_UNIQUE_ID,
-    check_is_max_context,
     convert_examples_to_features,
-    doc_spans,
 )
 from official_bert.tokenization import BasicTokenizer, FastWordpieceBertTokenizer, FullTokenizer
 from tests.conftest import SHARED

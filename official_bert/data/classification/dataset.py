@@ -23,9 +23,9 @@ _TAGGING_NAMES = ("label_weights", "sentence_index")
 
 
 def inspect_classifier_file(path: str) -> dict:
-    """{"max_seq_length", "is_regression", "is_tagging", "label_width"} of a classification or
-    tagging TFRecord file, from its first record; a file of another kind raises ValueError
-    naming the missing features."""
+    """{"max_seq_length", "is_regression", "is_tagging", "label_width", "is_windowed"} of a
+    classification or tagging TFRecord file, from its first record; a file of another kind
+    raises ValueError naming the missing features."""
     features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
     if missing:
@@ -41,6 +41,7 @@ def inspect_classifier_file(path: str) -> dict:
         "is_tagging": is_tagging,
         # Classification: 1, or num_labels for multi-hot (multi-label) records.
         "label_width": len(label_ids.int64_list.value or label_ids.float_list.value),
+        "is_windowed": "example_index" in features,
     }
 
 
@@ -70,9 +71,9 @@ def classifier_dataset(
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
     regression; multi-hot int32 [batch, num_labels] for multi-label records, never trimmed),
-    is_real_example ([batch] float32, a weight). Tagging records: label_ids int32 and
-    label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index int32
-    [batch].
+    is_real_example ([batch] float32, a weight), and for the windows of long documents
+    example_index ([batch] int32). Tagging records: label_ids int32 and label_weights float32
+    [batch, max_seq_length] (trimmed as the inputs), sentence_index int32 [batch].
 
     `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
 
@@ -90,7 +91,9 @@ def classifier_dataset(
     if info["is_tagging"]:
         spec = tagging_feature_spec(max_seq_length)
     else:
-        spec = classifier_feature_spec(max_seq_length, info["is_regression"], info["label_width"])
+        spec = classifier_feature_spec(
+            max_seq_length, info["is_regression"], info["label_width"], info["is_windowed"]
+        )
     # Cut with trim_padding: the inputs, and the per-token labels of tagging (never the
     # multi-hot labels of multi-label records, [batch, num_labels]).
     per_token = {"input_ids", "input_mask", "segment_ids"}

@@ -4,6 +4,11 @@ Features (as `file_based_convert_examples_to_features`): input_ids, input_mask, 
 (int64 [max_seq_length]), label_ids (int64 [1]; float [1] for regression tasks, which the
 original lacked) and is_real_example (int64 [1], 0 for the padding examples a TPU needs to fill
 the last batch).
+
+Long documents (run_classifier.py --doc_stride, `encode_classifier_windows`): an example longer
+than max_seq_length becomes overlapping windows (data/document_windows.py), one record each,
+all with the example's label, and the records add example_index (int64 [1], the example's index
+in its split) so that the windows' predictions can be combined per example.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from official_bert.data.completed_outputs import (
     remove_if_exists,
     write_summary,
 )
+from official_bert.data.document_windows import text_windows
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.tagging.examples import TaggingProcessor
 
@@ -33,12 +39,15 @@ _FORMAT_VERSION = 1
 
 
 def classifier_feature_spec(
-    max_seq_length: int, is_regression: bool = False, label_width: int = 1
+    max_seq_length: int,
+    is_regression: bool = False,
+    label_width: int = 1,
+    is_windowed: bool = False,
 ) -> dict[str, tf.io.FixedLenFeature]:
     """The parse spec of the original run_classifier.py input_fn (float labels for regression;
     `label_width` multi-hot labels for multi-label records, data/classification/
-    multi_label_features.py)."""
-    return {
+    multi_label_features.py; example_index for the windows of long documents)."""
+    spec = {
         "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
@@ -47,6 +56,9 @@ def classifier_feature_spec(
         ),
         "is_real_example": tf.io.FixedLenFeature([1], tf.int64),
     }
+    if is_windowed:
+        spec["example_index"] = tf.io.FixedLenFeature([1], tf.int64)
+    return spec
 
 
 def encode_classifier_examples(
@@ -91,16 +103,87 @@ def encode_classifier_examples(
         name: np.concatenate(parts).astype(np.int64) if parts else np.zeros([0, length], np.int64)
         for name, parts in columns.items()
     }
+    arrays["label_ids"] = _label_ids(examples, labels)
+    arrays["is_real_example"] = np.ones([len(examples), 1], np.int64)
+    return arrays
+
+
+def _label_ids(examples: list[ClassifierExample], labels: list[str] | None) -> np.ndarray:
+    """int64 [n, 1] label ids (float32 scores for regression, labels None); 0 for no label."""
     if labels is None:
         label_ids = [
             float(example.label) if example.label is not None else 0.0 for example in examples
         ]
-        arrays["label_ids"] = np.asarray(label_ids, np.float32).reshape(-1, 1)
-    else:
-        label_map = {label: index for index, label in enumerate(labels)}
-        label_ids = [label_map.get(example.label, 0) for example in examples]
-        arrays["label_ids"] = np.asarray(label_ids, np.int64).reshape(-1, 1)
-    arrays["is_real_example"] = np.ones([len(examples), 1], np.int64)
+        return np.asarray(label_ids, np.float32).reshape(-1, 1)
+    label_map = {label: index for index, label in enumerate(labels)}
+    label_ids = [label_map.get(example.label, 0) for example in examples]
+    return np.asarray(label_ids, np.int64).reshape(-1, 1)
+
+
+def encode_classifier_windows(
+    examples: list[ClassifierExample],
+    packer: BertInputPacker,
+    labels: list[str] | None,
+    doc_stride: int,
+    batch_size: int = 50_000,
+) -> dict[str, np.ndarray]:
+    """`encode_classifier_examples` for long documents: each example becomes its windows
+    (document_windows.text_windows: a single text windowed whole; of a pair, text_a repeated
+    in every window and text_b windowed), `doc_stride` wordpieces apart, in example order.
+
+    Every window is a record with the example's label: in training each window is an example
+    of its own (a window may lack the words that decide the label, as a crop of an image may;
+    the combined prediction at eval time is what is measured).
+
+    Returns encode_classifier_examples' arrays with one row per window, and "example_index"
+    int64 [windows, 1].
+
+    Raises:
+      ValueError: a pair whose text_a leaves no room for text_b (naming the example's guid).
+    """
+    tokenizer = packer.tokenizer
+    ids, splits = tokenizer.tokenize_in_batches(
+        [example.text_a for example in examples], batch_size
+    )
+    pieces_a = [ids[splits[i] : splits[i + 1]] for i in range(len(examples))]
+    pairs = [index for index, example in enumerate(examples) if example.text_b is not None]
+    if pairs and len(pairs) != len(examples):
+        raise ValueError("examples mix single texts and pairs; a task must use one or the other")
+    pieces_b = []
+    if pairs:
+        ids, splits = tokenizer.tokenize_in_batches(
+            [examples[index].text_b for index in pairs], batch_size
+        )
+        pieces_b = [ids[splits[i] : splits[i + 1]] for i in range(len(pairs))]
+    segments_a, segments_b, example_index = [], [], []
+    for index, example in enumerate(examples):
+        a = pieces_a[index]
+        b = pieces_b[index] if pairs else None
+        windows = text_windows(
+            len(a),
+            None if b is None else len(b),
+            packer.max_seq_length,
+            doc_stride,
+            where=f"example {example.guid}",
+        )
+        for window in windows:
+            if b is None:
+                segments_a.append(a[window.start : window.start + window.length])
+            else:
+                segments_a.append(a)
+                segments_b.append(b[window.start : window.start + window.length])
+            example_index.append(index)
+    # Each window fits max_seq_length, so the packer trims nothing.
+    packed = packer.pack_id_arrays([segments_a, segments_b] if pairs else [segments_a])
+    arrays = {
+        "input_ids": packed["input_word_ids"].astype(np.int64),
+        "input_mask": packed["input_mask"].astype(np.int64),
+        "segment_ids": packed["input_type_ids"].astype(np.int64),
+    }
+    example_index = np.asarray(example_index, np.int64)
+    arrays["label_ids"] = _label_ids(examples, labels)[example_index]
+    arrays["is_real_example"] = np.ones([len(example_index), 1], np.int64)
+    arrays["example_index"] = example_index.reshape(-1, 1)
     return arrays
 
 
@@ -153,6 +236,7 @@ def prepare_classifier_records(
     pad_to_multiple_of: int = 1,
     max_examples: int = 0,
     encode_examples=encode_classifier_examples,
+    doc_stride: int | None = None,
 ) -> ClassifierRecords:
     """The TFRecords of one split at `path`, written unless an earlier run left them complete
     for the same data file, vocabulary, casing, max_seq_length, task settings and padding.
@@ -160,7 +244,10 @@ def prepare_classifier_records(
     `max_examples` > 0 keeps only the first examples of the split (a fixed subset).
     `encode_examples(examples, packer, labels)` makes the arrays: encode_classifier_examples, or
     tagging_features.encode_tagged_sentences for a TaggingProcessor (whose sentences may take
-    several records each: `num_real_examples` counts records, not sentences).
+    several records each: `num_real_examples` counts records, not sentences). With
+    `doc_stride`, long examples become windows: encode_examples is called with
+    doc_stride=doc_stride (encode_classifier_windows for classification) and the counts are of
+    windows.
 
     The summary `<path>.json` is written last, so an interrupted run is redone.
     """
@@ -181,6 +268,8 @@ def prepare_classifier_records(
         "pad_to_multiple_of": pad_to_multiple_of,
         "max_examples": max_examples,
     }
+    if doc_stride is not None:  # only then: the summaries of earlier runs stay valid
+        settings["doc_stride"] = doc_stride
     summary_path = path + ".json"
     summary = read_completed_summary(summary_path, [path], settings)
     if summary is not None:
@@ -193,7 +282,10 @@ def prepare_classifier_records(
         examples = examples[:max_examples]
     if not examples:
         raise ValueError(f"{source} holds no examples")
-    arrays = encode_examples(examples, packer, processor.get_labels())
+    if doc_stride is None:
+        arrays = encode_examples(examples, packer, processor.get_labels())
+    else:
+        arrays = encode_examples(examples, packer, processor.get_labels(), doc_stride=doc_stride)
     num_real_examples = len(arrays["input_ids"])
     arrays = pad_to_multiple(arrays, pad_to_multiple_of)
     write_classifier_records(arrays, path)

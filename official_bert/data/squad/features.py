@@ -34,6 +34,7 @@ from official_bert.data.completed_outputs import (
     remove_if_exists,
     write_summary,
 )
+from official_bert.data.document_windows import DocSpan, check_is_max_context, doc_spans
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.squad.examples import SquadExample, read_squad_examples
 from official_bert.side_file_names import summary_path
@@ -67,41 +68,6 @@ class SquadFeature:
     start_position: int | None = None
     end_position: int | None = None
     is_impossible: bool = False
-
-
-@dataclasses.dataclass(frozen=True)
-class DocSpan:
-    start: int
-    length: int
-
-
-def doc_spans(num_doc_tokens: int, max_tokens_for_doc: int, doc_stride: int) -> list[DocSpan]:
-    """The original's sliding windows: each at most max_tokens_for_doc long, starting
-    min(length, doc_stride) after the previous one, the last one reaching the end."""
-    spans = []
-    start_offset = 0
-    while start_offset < num_doc_tokens:
-        length = min(num_doc_tokens - start_offset, max_tokens_for_doc)
-        spans.append(DocSpan(start_offset, length))
-        if start_offset + length == num_doc_tokens:
-            break
-        start_offset += min(length, doc_stride)
-    return spans
-
-
-def check_is_max_context(spans: list[DocSpan], span_index: int, position: int) -> bool:
-    """Whether span `span_index` is the one where document token `position` has the most context:
-    the largest min(left, right) context, ties broken by 0.01 * span length (the original's
-    score; the first span wins an exact tie)."""
-    best_score, best_index = None, None
-    for index, span in enumerate(spans):
-        end = span.start + span.length - 1
-        if position < span.start or position > end:
-            continue
-        score = min(position - span.start, end - position) + 0.01 * span.length
-        if best_score is None or score > best_score:
-            best_score, best_index = score, index
-    return span_index == best_index
 
 
 def improve_answer_span(

@@ -6,6 +6,12 @@ metrics count each word once (the BERT paper's NER setup, section 5.3). A senten
 max_seq_length - 2 pieces is split at word boundaries into several records, so every word is
 tagged (a single word longer than that keeps its first max_seq_length - 2 pieces).
 
+With a doc_stride (run_classifier.py --doc_stride, `encode_tagged_windows`) a long sentence
+becomes overlapping windows of wordpieces instead (data/document_windows.py), and each word's
+tag goes only in the window where its first piece has the most context (SQuAD's max-context
+rule): a word is trained, evaluated and predicted once, with as much context on both sides as
+the windows give, and `word_predictions` reads the records unchanged.
+
 Features: input_ids, input_mask, segment_ids (all 0), label_ids (int64 [max_seq_length], the tag
 id at each word's first piece, else 0), label_weights (float [max_seq_length], 1.0 at each word's
 first piece, also in unlabeled test files, where it marks the words to predict), is_real_example
@@ -18,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.data.document_windows import text_windows
 from official_bert.data.tagging.examples import TaggedSentence
 
 
@@ -106,6 +113,68 @@ def encode_tagged_sentences(
         starts = segment_start + np.cumsum([0, *word_lengths[:-1]])
         arrays["label_ids"][row, starts] = [tag for _, tag in chunk]
         arrays["label_weights"][row, starts] = 1.0
+        arrays["sentence_index"][row, 0] = index
+    return arrays
+
+
+def encode_tagged_windows(
+    sentences: list[TaggedSentence],
+    packer: BertInputPacker,
+    labels: list[str],
+    doc_stride: int,
+    batch_size: int = 50_000,
+) -> dict[str, np.ndarray]:
+    """`encode_tagged_sentences` with overlapping windows (see the module docstring): a
+    sentence longer than max_seq_length - 2 pieces becomes windows of that many pieces starting
+    `doc_stride` apart; label_weights is 1 at a word's first piece only in the window where that
+    piece has the most context. Same arrays, records in sentence order and, within a sentence,
+    the words' weighted positions in word order (text_windows gives each position once, in
+    order).
+    """
+    length = packer.max_seq_length
+    tag_ids = {tag: index for index, tag in enumerate(labels)}
+    pieces = _word_pieces(
+        [word for sentence in sentences for word in sentence.words], packer, batch_size
+    )
+    rows = []  # (sentence index, window pieces, {row position: tag id})
+    next_word = 0
+    for index, sentence in enumerate(sentences):
+        tags = sentence.tags or [None] * len(sentence.words)
+        words = pieces[next_word : next_word + len(tags)]
+        next_word += len(tags)
+        sentence_pieces = np.concatenate(words)
+        # The line position ([CLS] first) of each word's first piece -> its tag id.
+        word_starts = 1 + np.cumsum([0, *[len(word) for word in words[:-1]]])
+        start_tags = {
+            int(start): tag_ids.get(tag, 0) for start, tag in zip(word_starts, tags, strict=True)
+        }
+        windows = text_windows(
+            len(sentence_pieces), None, length, doc_stride, where=f"sentence {index + 1}"
+        )
+        for window in windows:
+            tagged = {
+                row: start_tags[line]
+                for row, line in zip(window.row_positions, window.line_positions, strict=True)
+                if line in start_tags
+            }
+            rows.append(
+                (index, sentence_pieces[window.start : window.start + window.length], tagged)
+            )
+    # Each window fits max_seq_length - 2 pieces, so the packer trims nothing.
+    packed = packer.pack_id_arrays([[window for _, window, _ in rows]])
+    arrays = {
+        "input_ids": packed["input_word_ids"].astype(np.int64),
+        "input_mask": packed["input_mask"].astype(np.int64),
+        "segment_ids": packed["input_type_ids"].astype(np.int64),
+        "label_ids": np.zeros([len(rows), length], np.int64),
+        "label_weights": np.zeros([len(rows), length], np.float32),
+        "is_real_example": np.ones([len(rows), 1], np.int64),
+        "sentence_index": np.zeros([len(rows), 1], np.int64),
+    }
+    for row, (index, _, tagged) in enumerate(rows):
+        positions = list(tagged)
+        arrays["label_ids"][row, positions] = list(tagged.values())
+        arrays["label_weights"][row, positions] = 1.0
         arrays["sentence_index"][row, 0] = index
     return arrays
 

@@ -5,14 +5,13 @@ import json
 import numpy as np
 import pytest
 
+from official_bert.data.document_windows import check_is_max_context, doc_spans
 from official_bert.data.squad import features as squad_features
 from official_bert.data.squad.dataset import squad_dataset
 from official_bert.data.squad.examples import SquadFormatError, read_squad_examples
 from official_bert.data.squad.features import (
     FIRST_UNIQUE_ID,
-    check_is_max_context,
     convert_examples_to_features,
-    doc_spans,
     write_squad_records,
 )
 from official_bert.tokenization import FullTokenizer
