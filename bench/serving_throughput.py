@@ -140,9 +140,19 @@ def main() -> None:
                 rows[("ours", batch)].append(statistics.median(times))
             if os.path.exists(peer_python):
                 result = subprocess.run(
-                    [peer_python, "-c", PEER_SCRIPT, args.model_dir, sentences_file,
-                     str(args.max_seq_length), str(args.threads), args.batches],
-                    capture_output=True, text=True, check=True,
+                    [
+                        peer_python,
+                        "-c",
+                        PEER_SCRIPT,
+                        args.model_dir,
+                        sentences_file,
+                        str(args.max_seq_length),
+                        str(args.threads),
+                        args.batches,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
                 )
                 peer = json.loads(result.stdout.strip().splitlines()[-1])
                 for batch, times in peer["times"].items():
@@ -156,7 +166,9 @@ def main() -> None:
             print(f"| {side} | {batch} | {latency * 1e3:.1f} | {batch / latency:.1f} |")
     for batch, _ in batches:
         if rows[("hf", batch)]:
-            ratio = statistics.median(rows[("hf", batch)]) / statistics.median(rows[("ours", batch)])
+            ratio = statistics.median(rows[("hf", batch)]) / statistics.median(
+                rows[("ours", batch)]
+            )
             print(f"batch {batch}: ours / HF speed ratio {ratio:.2f}x")
 
 
