@@ -6,7 +6,7 @@ stack. The chunk rules below are conlleval's `startOfChunk` / `endOfChunk` with 
 word) tag of IOBES added as seqeval adds it, so IOB1 (CoNLL-2003's own files, where a chunk may
 start with I-), IOB2 (BIO) and IOBES tags are all scored as those tools score them: an entity
 counts when its type, first and last word all match. BMES, the spelling of IOBES in Chinese
-corpora (Lattice-LSTM's MSRA and Resume files), is read with M- as I-.
+corpora (Lattice-LSTM's Resume files), is read with M- as I-.
 """
 
 from __future__ import annotations

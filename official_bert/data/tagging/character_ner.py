@@ -3,8 +3,8 @@
 The layout of MSRA NER (SIGHAN 2006), the People's Daily 1998 NER corpus, Resume and most other
 Chinese NER sets: each line holds a character (rarely a longer token, e.g. a Latin word), a tab
 or spaces, and its tag; a blank line ends a sentence. Tags are BIO (`B-PER`, `I-PER`, `O`),
-BIOES (with `E-` and `S-`) or BMES (`M-` for a middle character, as Lattice-LSTM's Resume and
-MSRA files spell it); the entity types are the corpus's own (PER/LOC/ORG, NR/NS/NT, NAME, ...).
+BIOES (with `E-` and `S-`) or BMES (`M-` for a middle character, as Lattice-LSTM's Resume files
+spell it); the entity types are the corpus's own (PER/LOC/ORG, NR/NS/NT, NAME, ...).
 
 It differs from the word-level CoNLL layout (examples.py) in details that matter for Chinese:
 - lines end at "\\n" (a "\\r" before it is dropped) and nowhere else: `str.splitlines` would also
@@ -138,7 +138,7 @@ class CharacterNerProcessor(TaggingProcessor):
     """A Chinese NER task, one character per line (see the module docstring). data_dir holds
     train.txt, dev.txt (or valid.txt) and test.txt, or the names the corpora ship with:
     example.{train,dev,test} (People's Daily, as in the ChineseNER repositories) or
-    {train,dev,test}.char.bmes (Lattice-LSTM's MSRA, Resume and Weibo).
+    {train,dev,test}.char.bmes (Lattice-LSTM's Resume).
 
     Args:
       data_dir: the task's folder.
