@@ -111,10 +111,13 @@ def read_character_ner_sentences(path: str, split: str = "train") -> list[Tagged
         if tagged is None:
             tagged = len(columns) == 2
         if tagged != (len(columns) == 2):
+            # "  O" in a space-separated file: a space as the token, taken for padding.
+            hint = " (a space character as the token needs a tab before its tag)"
             raise ClassifierDataError(
                 f"{path}, line {line_number}: {line!r} has "
                 f"{'no tag' if tagged else 'a tag'}, but the file's first token line "
                 f"{'has one' if tagged else 'has none'}; a file must tag all its tokens or none"
+                f"{hint if line.startswith(' ') else ''}"
             )
         if tagged:
             tag = columns[1]

@@ -72,6 +72,7 @@ def test_an_unlabeled_file_and_trailing_whitespace(tmp_path):
         ("王 B-PER\n小 I-\n", 2, "tag 'I-' is not O"),
         ("王 B-PER\n小\n", 2, "has no tag, but the file's first token line has one"),
         ("王\n小 O\n", 2, "has a tag, but the file's first token line has none"),
+        ("王 B-PER\n  O\n", 2, "(a space character as the token needs a tab before its tag)"),
     ],
 )
 def test_malformed_lines_are_named_by_file_and_line(tmp_path, text, line, expected):
