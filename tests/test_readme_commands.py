@@ -3,7 +3,7 @@ stand-ins for its inputs.
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
-$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, $CHINESE_BERT_DIR a
+$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, $BERT_CHINESE_DIR a
 tiny Chinese BERT (samples/zh/vocab.txt, in a folder named as Google's chinese_L-12_H-768_A-12, so
 the casing check sees it as that model), $XNLI_DIR a small XNLI in its release's layout, and /tmp/
 becomes a fresh folder. The flags are the pages', unchanged: a flag that a script lost or renamed fails
@@ -317,7 +317,7 @@ def readme_env(tmp_path_factory):
         GLUE_DIR=str(root / "glue"),
         SQUAD_DIR=str(root / "squad"),
         SICK_DIR=str(root / "sick"),
-        CHINESE_BERT_DIR=str(root / "chinese_L-12_H-768_A-12"),
+        BERT_CHINESE_DIR=str(root / "chinese_L-12_H-768_A-12"),
         XNLI_DIR=str(root / "xnli"),
         TF_CPP_MIN_LOG_LEVEL="3",
     )
@@ -382,7 +382,7 @@ def test_documented_command_runs(command, readme_env):
         "GLUE_DIR",
         "SQUAD_DIR",
         "SICK_DIR",
-        "CHINESE_BERT_DIR",
+        "BERT_CHINESE_DIR",
         "XNLI_DIR",
     ):
         args = [a.replace(f"${name}", env[name]) for a in args]
