@@ -46,6 +46,7 @@ def main(argv):
     settings = DemoSettings.quick() if FLAGS.quick else DemoSettings()
     scripts_dir = os.path.dirname(os.path.abspath(__file__))
     if FLAGS.lang == "zh":
+        settings = DemoSettings.chinese(quick=FLAGS.quick)
         if FLAGS.init_from == "minilm":
             raise app.UsageError(
                 "--init_from=minilm is an English model; --lang=zh pre-trains its own"
