@@ -1,5 +1,6 @@
 """Fine-tunes BERT on a sentence (pair) classification task: GLUE, XNLI, or any TSV/CSV; or
-on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--task_name=conll).
+on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--task_name=conll);
+with --task_name=generic --multi_label, on examples that each have a set of labels.
 
   python run_classifier.py --task_name=MRPC --do_train=true --do_eval=true \
     --data_dir=$GLUE_DIR/MRPC --vocab_file=$BERT_BASE_DIR/vocab.txt \

@@ -4,7 +4,9 @@ glob of the output's name reads them.
 Users read sharded outputs with a prefix glob (`--input_file=out.tfrecord*`), so a side file
 named `out.tfrecord.<anything>` would be read as data (a summary as a "corrupted record", a
 killed run's half-written temporary as training data). Side files therefore start with a dot:
-`<dir>/.<name>.tmp-<pid>` and `<dir>/.<name>.summary.json`. A prefix glob never matches them,
+`<dir>/.<name>.tmp-<pid>` and `<dir>/.<name>.summary.json` (and a multi-label classifier's
+tuned thresholds beside its checkpoints, `<output_dir>/.checkpoint.label_thresholds.json`). A
+prefix glob never matches them,
 and expand_input_patterns leaves dot files out of wildcards as a shell does; readers still refuse
 a side file named explicitly (side_file_kind).
 """
@@ -16,6 +18,7 @@ import re
 
 _TEMPORARY_SUFFIX = re.compile(r"\.tmp-\d+$")
 _SUMMARY_SUFFIX = ".summary.json"
+_LABEL_THRESHOLDS_SUFFIX = ".label_thresholds.json"
 
 
 def _beside(path: str, suffix: str) -> str:
@@ -38,6 +41,13 @@ def summary_path(path: str) -> str:
     return _beside(path, _SUMMARY_SUFFIX)
 
 
+def label_thresholds_path(checkpoint_dir: str) -> str:
+    """`<checkpoint_dir>/.checkpoint.label_thresholds.json`: the per-label decision thresholds
+    of the multi-label classifier whose checkpoints (and their `checkpoint` index file) are in
+    `checkpoint_dir`, tuned on dev after training."""
+    return _beside(os.path.join(checkpoint_dir, "checkpoint"), _LABEL_THRESHOLDS_SUFFIX)
+
+
 def side_file_kind(path: str) -> str | None:
     """What `path` is if it is a temporary or a summary of another file ("a temporary file", "a
     summary"), else None. Temporaries of earlier versions (`<name>.tmp-<pid>`, no dot) count."""
@@ -48,4 +58,6 @@ def side_file_kind(path: str) -> str | None:
         return "the summary a writer leaves beside its output"
     if name.endswith(_SUMMARY_SUFFIX):
         return "the summary an earlier version wrote beside its output"
+    if name.startswith(".") and name.endswith(_LABEL_THRESHOLDS_SUFFIX):
+        return "the label thresholds a multi-label classifier keeps beside its checkpoints"
     return None

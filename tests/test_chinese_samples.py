@@ -21,7 +21,7 @@ GENERATED = {
     ],
     "make_entities.py": ["ner/train.txt", "ner/dev.txt", "ner/test.txt"],
     "make_word_refs.py": ["pretraining_corpus_ref.txt"],
-    "make_vocab.py": ["vocab.txt"],  # last: it reads the others
+    "make_vocab.py": ["vocab.txt", "bert_config.json"],  # last: it reads the others
 }
 
 

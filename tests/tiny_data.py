@@ -152,3 +152,26 @@ def write_tiny_tagging_task(directory, seed: int = 0, counts=(64, 32, 16), long_
         (directory / f"{split}.txt").write_text("\n".join(lines), encoding="utf-8")
         written[split] = sentences
     return written
+
+
+# The tiny multi-label task's labels and the words that give them.
+MULTI_LABEL_WORDS = {"animal": ["fox", "dog"], "neg": NEGATIVE, "pos": POSITIVE}
+
+
+def write_tiny_multi_label_task(directory, seed: int = 0, counts=(96, 48, 24)) -> None:
+    """Writes train.tsv, dev.tsv and test.tsv of a tiny multi-label task (header
+    `sentence<TAB>labels`): four filler words and a word of each of 0 to 3 of the labels of
+    MULTI_LABEL_WORDS, shuffled; the labels comma-separated in label order, empty for none.
+    The test file has the same layout (its labels are not read for scoring)."""
+    rng = np.random.default_rng(seed)
+    names = sorted(MULTI_LABEL_WORDS)
+    directory.mkdir(parents=True, exist_ok=True)
+    for split, count in zip(("train", "dev", "test"), counts, strict=False):
+        lines = ["sentence\tlabels"]
+        for index in range(count):
+            chosen = [name for bit, name in enumerate(names) if (index >> bit) & 1]
+            words = list(rng.choice(FILLER, size=4))
+            words += [str(rng.choice(MULTI_LABEL_WORDS[name])) for name in chosen]
+            rng.shuffle(words)
+            lines.append(f"{' '.join(words)}\t{','.join(chosen)}")
+        (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")

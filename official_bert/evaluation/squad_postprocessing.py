@@ -4,8 +4,9 @@ For each question, every window proposes its n_best_size best starts x n_best_si
 a pair is kept when both ends lie in the window's document tokens, the start has its max context
 in this window, end >= start and the span is at most max_answer_length wordpieces. The best
 n_best_size distinct texts (projected back onto the original context by get_final_text) form the
-n-best list. v2.0: the null answer scores the lowest [CLS] start + end logits over the windows;
-the answer is "" when null - best non-null span > null_score_diff_threshold.
+n-best list; Chinese answers have no spaces between ideographs (`join_doc_tokens`). v2.0: the
+null answer scores the lowest [CLS] start + end logits over the windows; the answer is "" when
+null - best non-null span > null_score_diff_threshold.
 
 Beyond the original: when every candidate of a v2.0 question is the null answer the original
 crashed (google-research/bert#476); here the answer is "".
@@ -23,7 +24,7 @@ import numpy as np
 from absl import logging
 
 from official_bert.config import write_text_atomically
-from official_bert.data.squad.examples import SquadExample
+from official_bert.data.squad.examples import SquadExample, join_doc_tokens
 from official_bert.data.squad.features import SquadFeature
 from official_bert.tokenization import BasicTokenizer
 
@@ -183,7 +184,10 @@ def postprocess_predictions(
                 tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").split())
                 orig_start = feature.token_to_orig_map[candidate.start_index]
                 orig_end = feature.token_to_orig_map[candidate.end_index]
-                orig_text = " ".join(example.doc_tokens[orig_start : orig_end + 1])
+                # Chinese words are rebuilt without spaces between ideographs ("世界杯").
+                orig_text = join_doc_tokens(
+                    example.doc_tokens, example.space_before, orig_start, orig_end
+                )
                 text = get_final_text(tok_text, orig_text, do_lower_case, verbose_logging)
             else:
                 text = ""

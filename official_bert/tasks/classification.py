@@ -91,6 +91,15 @@ class ClassifierOptions(FinetuningOptions):
     )
     is_regression: bool = option(False, help="generic: the label is a number.")
     has_header: bool = option(True, help="generic: the files start with a header line.")
+    multi_label: bool = option(
+        False,
+        help="generic: each row has a set of labels (zero or more, --label_separator between "
+        "them in the label column): sigmoid outputs, binary cross-entropy, per-label thresholds "
+        "tuned on dev.",
+    )
+    label_separator: str = option(
+        ",", help="generic --multi_label: what separates the labels of a row."
+    )
     xnli_language: str = option("zh", help="xnli: the language to train and evaluate.")
     # Keyword arguments of the task's processor; by default those of the flags above that the
     # task reads (see processor_arguments).
@@ -110,6 +119,8 @@ class ClassifierOptions(FinetuningOptions):
                 labels=self.labels,
                 is_regression=self.is_regression,
                 has_header=self.has_header,
+                multi_label=self.multi_label,
+                label_separator=self.label_separator,
             )
         if task == "xnli":
             return dict(language=self.xnli_language)
@@ -127,6 +138,16 @@ def validate_classifier_options(options: ClassifierOptions) -> None:
         raise ValueError(
             f"`feature_mode` must be one of {list(FEATURE_MODES)}, got {options.feature_mode!r}"
         )
+    if options.multi_label:
+        if options.task_name.lower() != "generic" and options.processor_kwargs is None:
+            raise ValueError(
+                f"`multi_label` is for --task_name=generic (a label column of label sets), not "
+                f"{options.task_name!r}"
+            )
+        if options.is_regression:
+            raise ValueError("`multi_label` and `is_regression` exclude each other")
+        if not options.label_separator:
+            raise ValueError("`label_separator` must not be empty with `multi_label`")
     if options.feature_mode == "frozen_concat_last4" and options.bert_config.num_hidden_layers < 4:
         raise ValueError(
             "`feature_mode=frozen_concat_last4` needs at least 4 encoder layers; "

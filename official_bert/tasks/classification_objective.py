@@ -1,4 +1,5 @@
-"""The fine-tuning loss of run_classifier.py (and mean squared error for regression tasks)."""
+"""The fine-tuning loss of run_classifier.py (and mean squared error for regression tasks,
+binary cross-entropy for multi-label ones)."""
 
 from __future__ import annotations
 
@@ -24,12 +25,26 @@ def regression_loss(scores, targets):
     return tf.reduce_mean(tf.square(scores - tf.cast(targets, tf.float32)))
 
 
-def classifier_loss_fn(is_regression: bool):
+def multi_label_loss(logits, label_indicators):
+    """Binary cross-entropy of each label's sigmoid, averaged over labels and examples: every
+    label is its own yes/no question, so an example may have any number of labels (none too).
+
+    logits: float [batch, num_labels]; label_indicators: int or float [batch, num_labels], 1
+    where the example has the label (a [batch] vector when num_labels is 1). A float32 scalar.
+    """
+    logits = tf.cast(logits, tf.float32)
+    targets = tf.reshape(tf.cast(label_indicators, tf.float32), tf.shape(logits))
+    return tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits))
+
+
+def classifier_loss_fn(is_regression: bool, multi_label: bool = False):
     """The runner's loss_fn(outputs, batch) for a BertClassifier."""
 
     def loss_fn(outputs, batch):
         if is_regression:
             return regression_loss(outputs, batch["label_ids"])
+        if multi_label:
+            return multi_label_loss(outputs, batch["label_ids"])
         return classification_loss(outputs, batch["label_ids"])
 
     return loss_fn
@@ -52,3 +67,21 @@ def mean_eval_loss(
         probabilities = softmax(outputs)
         per_example = -np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-30))
     return float(np.sum(per_example * weights) / max(np.sum(weights), 1e-9))
+
+
+def sigmoid(logits: np.ndarray) -> np.ndarray:
+    """Element-wise logistic function of float logits, in float64 (no overflow warning for
+    large negative logits)."""
+    logits = np.asarray(logits, np.float64)
+    exp = np.exp(-np.abs(logits))
+    return np.where(logits >= 0, 1 / (1 + exp), exp / (1 + exp))
+
+
+def mean_multi_label_eval_loss(logits: np.ndarray, label_indicators: np.ndarray) -> float:
+    """multi_label_loss in numpy (float64) over a whole evaluation set: logits and
+    label_indicators [examples, num_labels]."""
+    logits = np.asarray(logits, np.float64).reshape(len(label_indicators), -1)
+    targets = np.asarray(label_indicators, np.float64).reshape(logits.shape)
+    # max(x, 0) - x * z + log(1 + exp(-|x|)): TensorFlow's stable form of the same loss.
+    per_label = np.maximum(logits, 0) - logits * targets + np.log1p(np.exp(-np.abs(logits)))
+    return float(np.mean(per_label)) if per_label.size else 0.0

@@ -16,6 +16,7 @@ from official_bert.tasks.classification import (
     validate_classifier_options,
 )
 from official_bert.tasks.driver import run_task
+from official_bert.tasks.multi_label_classification import MultiLabelClassificationTask
 from official_bert.tasks.tagging import TaggingTask
 from official_bert.tasks.task import Task
 
@@ -28,10 +29,12 @@ TASKS_BY_PROCESSOR_FAMILY: dict[type, type[ClassificationTask]] = {
 
 def create_classifier_task(options: ClassifierOptions) -> Task:
     """The Task of options.task_name over options.data_dir (its processor made with the
-    options' processor arguments)."""
+    options' processor arguments); MultiLabelClassificationTask with options.multi_label."""
     # The flags' checks first: a wrong setting is named before any data is read.
     validate_classifier_options(options)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_arguments())
+    if options.multi_label:
+        return MultiLabelClassificationTask(options, processor)
     return task_class_for_processor(processor)(options, processor)
 
 
@@ -53,7 +56,8 @@ def run_classifier(options: ClassifierOptions) -> dict:
 
     Returns:
       {"history": [(step, loss)], "eval": {...}, "predictions": ..., "export_dir": str,
-       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix)}, the keys
-      that apply.
+       "scalar_mix": the dict written to scalar_mix_weights.json (frozen_scalar_mix);
+       with multi_label also "label_thresholds" (after training) and "predicted_labels" (a
+       tuple of label names per test example)}, the keys that apply.
     """
     return run_task(create_classifier_task(options))

@@ -18,6 +18,7 @@ from official_bert.data.squad.features import (
     prepare_squad_train_records,
     write_squad_records,
 )
+from official_bert.evaluation.cmrc_scoring import cmrc2018_scores, is_chinese
 from official_bert.evaluation.squad_postprocessing import (
     postprocess_predictions,
     rethreshold,
@@ -121,11 +122,18 @@ def score_predictions(
 
     v2.0 with null_odds also searches the best thresholds (best_exact_thresh, best_f1_thresh);
     predictions are scored as written (null_score_diff_threshold is the one they were made with).
+    A Chinese v1.1 file (CJK ideographs >= 30% of its contexts' characters, `is_chinese`) adds
+    CMRC 2018's official character-level scores under "cmrc2018" (SQuAD's F1 counts whitespace
+    words, which Chinese does not have).
     """
     data = load_squad_json(data_file)
-    if not version_2_with_negative:
-        return squad_v1_scores(data, predictions)
-    return squad_v2_scores(data, predictions, null_odds, null_score_diff_threshold)
+    if version_2_with_negative:
+        return squad_v2_scores(data, predictions, null_odds, null_score_diff_threshold)
+    scores = squad_v1_scores(data, predictions)
+    if is_chinese(data):
+        scores["cmrc2018"] = cmrc2018_scores(data, predictions)
+        logging.info("CMRC 2018 scores of %s: %s", data_file, scores["cmrc2018"])
+    return scores
 
 
 def _has_answers(data_file: str) -> bool:

@@ -131,3 +131,40 @@ def test_v2_with_only_null_candidates_does_not_crash():
     # v1.1 in the same situation: the original's nonce answer.
     v1 = postprocess_predictions(*_one_window(start, end), n_best_size=2)
     assert v1.predictions == {"q": "empty"}
+
+
+def test_chinese_answers_have_no_space_between_ideographs(tmp_path):
+    context = "他用 Python 3 写了《红楼梦》的索引，2018年完成。"
+    qas = [{"id": "q", "question": "写了什么？"}]
+    path = tmp_path / "cmrc.json"
+    path.write_text(
+        json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]}),
+        encoding="utf-8",
+    )
+    characters = sorted({c.lower() for c in context + qas[0]["question"] if not c.isspace()})
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters]
+    vocab += [f"##{c}" for c in characters if c.isascii() and c.isalnum()]
+    (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = FullTokenizer(str(tmp_path / "vocab.txt"), do_lower_case=True)
+    examples = read_squad_examples(str(path), False).examples
+    (feature,) = convert_examples_to_features(examples, tokenizer, 64, 32, 16, False)
+    tokens = feature.tokens
+
+    def answer(first_piece: str, last_piece: str, after: int = 0) -> str:
+        start = tokens.index(first_piece, after)
+        end = tokens.index(last_piece, start)
+        logits = np.full(64, -10.0)
+        start_logits, end_logits = logits.copy(), logits.copy()
+        start_logits[start], end_logits[end] = 10.0, 10.0
+        predictions = postprocess_predictions(
+            examples, [feature], {feature.unique_id: start_logits}, {feature.unique_id: end_logits}
+        )
+        return predictions.predictions["q"]
+
+    # The wordpieces "红 楼 梦" become the context's characters, without spaces.
+    assert answer("红", "梦") == "红楼梦"
+    # Spaces between Latin words (and before an ideograph after one) are the context's.
+    assert answer("p", "了") == "Python 3 写了"
+    # "，2018" is one document word; the alignment of get_final_text cuts the answer out of it.
+    assert answer("2", "年") == "2018年"
+    assert answer("《", "》") == "《红楼梦》"

@@ -23,9 +23,9 @@ _TAGGING_NAMES = ("label_weights", "sentence_index")
 
 
 def inspect_classifier_file(path: str) -> dict:
-    """{"max_seq_length", "is_regression", "is_tagging"} of a classification or tagging TFRecord
-    file, from its first record; a file of another kind raises ValueError naming the missing
-    features."""
+    """{"max_seq_length", "is_regression", "is_tagging", "label_width"} of a classification or
+    tagging TFRecord file, from its first record; a file of another kind raises ValueError
+    naming the missing features."""
     features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
     if missing:
@@ -33,10 +33,14 @@ def inspect_classifier_file(path: str) -> dict:
             f"{path}: not a classification file: features {missing} are missing (found "
             f"{sorted(features)})"
         )
+    is_tagging = all(name in features for name in _TAGGING_NAMES)
+    label_ids = features["label_ids"]
     return {
         "max_seq_length": len(features["input_ids"].int64_list.value),
-        "is_regression": bool(features["label_ids"].float_list.value),
-        "is_tagging": all(name in features for name in _TAGGING_NAMES),
+        "is_regression": bool(label_ids.float_list.value),
+        "is_tagging": is_tagging,
+        # Classification: 1, or num_labels for multi-hot (multi-label) records.
+        "label_width": len(label_ids.int64_list.value or label_ids.float_list.value),
     }
 
 
@@ -65,9 +69,10 @@ def classifier_dataset(
 
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length], or [batch, None] with trim_padding), label_ids ([batch] int32, float32 for
-    regression), is_real_example ([batch] float32, a weight). Tagging records: label_ids int32
-    and label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index
-    int32 [batch].
+    regression; multi-hot int32 [batch, num_labels] for multi-label records, never trimmed),
+    is_real_example ([batch] float32, a weight). Tagging records: label_ids int32 and
+    label_weights float32 [batch, max_seq_length] (trimmed as the inputs), sentence_index int32
+    [batch].
 
     `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
 
@@ -85,10 +90,21 @@ def classifier_dataset(
     if info["is_tagging"]:
         spec = tagging_feature_spec(max_seq_length)
     else:
-        spec = classifier_feature_spec(max_seq_length, info["is_regression"])
+        spec = classifier_feature_spec(max_seq_length, info["is_regression"], info["label_width"])
+    # Cut with trim_padding: the inputs, and the per-token labels of tagging (never the
+    # multi-hot labels of multi-label records, [batch, num_labels]).
+    per_token = {"input_ids", "input_mask", "segment_ids"}
+    if info["is_tagging"]:
+        per_token.update(spec.keys() - {"is_real_example", "sentence_index"})
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
+        if trim_padding:
+            length = trimmed_length(parsed["input_mask"], max_seq_length)
+            parsed = {
+                name: value[:, :length] if name in per_token else value
+                for name, value in parsed.items()
+            }
         batch = {}
         for name, value in parsed.items():
             if value.shape[-1] == 1:  # label_ids of classification, is_real_example, ...
@@ -98,11 +114,6 @@ def classifier_dataset(
             elif value.dtype == tf.int64:  # int64 is not supported on TPU
                 value = tf.cast(value, tf.int32)
             batch[_MODEL_NAMES.get(name, name)] = value
-        if trim_padding:
-            length = trimmed_length(batch["input_mask"], max_seq_length)
-            for name, value in batch.items():
-                if value.shape.rank == 2:  # the inputs, and the labels of tagging
-                    batch[name] = value[:, :length]
         return batch
 
     return batched_records(

@@ -33,14 +33,18 @@ _FORMAT_VERSION = 1
 
 
 def classifier_feature_spec(
-    max_seq_length: int, is_regression: bool = False
+    max_seq_length: int, is_regression: bool = False, label_width: int = 1
 ) -> dict[str, tf.io.FixedLenFeature]:
-    """The parse spec of the original run_classifier.py input_fn (float labels for regression)."""
+    """The parse spec of the original run_classifier.py input_fn (float labels for regression;
+    `label_width` multi-hot labels for multi-label records, data/classification/
+    multi_label_features.py)."""
     return {
         "input_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "input_mask": tf.io.FixedLenFeature([max_seq_length], tf.int64),
         "segment_ids": tf.io.FixedLenFeature([max_seq_length], tf.int64),
-        "label_ids": tf.io.FixedLenFeature([1], tf.float32 if is_regression else tf.int64),
+        "label_ids": tf.io.FixedLenFeature(
+            [label_width], tf.float32 if is_regression else tf.int64
+        ),
         "is_real_example": tf.io.FixedLenFeature([1], tf.int64),
     }
 

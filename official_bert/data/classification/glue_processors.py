@@ -185,6 +185,10 @@ class GenericProcessor(DataProcessor):
       labels: the label names; None reads them from the train file (sorted).
       is_regression: the label is a number (STS-B style).
       has_header: whether the first line names the columns.
+      multi_label: the label column holds a set of labels, `label_separator` between them
+        ("sports,politics"; empty: no label), each checked against the label set; the label
+        set read from train is every label named there (sorted).
+      label_separator: what separates the labels of a multi-label row.
     """
 
     def __init__(
@@ -196,8 +200,14 @@ class GenericProcessor(DataProcessor):
         labels: list[str] | None = None,
         is_regression: bool = False,
         has_header: bool = True,
+        multi_label: bool = False,
+        label_separator: str = ",",
     ):
         super().__init__(data_dir)
+        if multi_label and is_regression:
+            raise ValueError("the generic task is either multi-label or a regression, not both")
+        if multi_label and not label_separator:
+            raise ValueError("a multi-label task needs a non-empty label_separator")
         self.column_names = {
             "text_a": text_a_column,
             "text_b": text_b_column,
@@ -207,6 +217,8 @@ class GenericProcessor(DataProcessor):
         self.is_regression_task = is_regression
         self._given_labels = list(labels) if labels else None
         self._labels = None
+        self.multi_label = multi_label
+        self.label_separator = label_separator
 
     @property
     def is_regression(self) -> bool:
@@ -258,7 +270,28 @@ class GenericProcessor(DataProcessor):
     def _labels_in_train_file(self) -> list[str]:
         label = self._column_index("train", "label")
         rows = read_delimited_rows(self.split_path("train"), self.delimiter, self.has_header)
+        if self.multi_label:
+            return sorted({name for row in rows for name in self.label_set(row.columns[label])})
         return sorted({row.columns[label] for row in rows})
+
+    def label_set(self, label: str | None) -> tuple[str, ...]:
+        """The labels of a multi-label row's label field, in the row's order: split at
+        label_separator, each stripped of spaces; an empty field (or None) has none."""
+        if not label:
+            return ()
+        return tuple(part.strip() for part in label.split(self.label_separator) if part.strip())
+
+    def _check_label(self, path: str, line_number: int, label: str | None) -> None:
+        if not self.multi_label:
+            super()._check_label(path, line_number, label)
+            return
+        for name in self.label_set(label):
+            if name not in self.labels:
+                source = "--labels" if self._given_labels else "the labels of the train file"
+                raise ClassifierDataError(
+                    f"{path}, line {line_number}: label {name!r} (of {label!r}, separator "
+                    f"{self.label_separator!r}) is not one of {source}: {self.labels}"
+                )
 
     def example_from_row(self, split, row):
         values = row.columns
@@ -294,4 +327,6 @@ class GenericProcessor(DataProcessor):
             "columns": {key: str(value) for key, value in self.column_names.items()},
             "has_header": self.has_header,
             "is_regression": self.is_regression_task,
+            "multi_label": self.multi_label,
+            "label_separator": self.label_separator,
         }

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from official_bert.tokenization import _CJK_RANGES, FastWordpieceBertTokenizer
+from official_bert.tokenization import _CJK_RANGES, FastWordpieceBertTokenizer, _is_chinese_char
 
 WORD_SEGMENTERS = ("none", "jieba", "ref_file")
 
@@ -39,8 +39,7 @@ _CJK_WORD_PATTERN = (
 
 def is_cjk_character(character: str) -> bool:
     """Whether BERT's tokenizer spaces `character` out as a CJK ideograph (its _is_chinese_char)."""
-    code_point = ord(character)
-    return any(low <= code_point <= high for low, high in _CJK_RANGES)
+    return _is_chinese_char(ord(character))
 
 
 def jieba_cache_directory() -> str:

@@ -2,8 +2,13 @@
 
 A paragraph's context is split on whitespace into `doc_tokens` (the original's own splitting,
 which also treats U+202F as a space); an answer is located by the word offsets of its first and
-last characters. Errors in the file's structure name the place, e.g.
-"data[3].paragraphs[5].qas[2]: 'answers' missing".
+last characters, so answer_start names the occurrence. Errors in the file's structure name the
+place, e.g. "data[3].paragraphs[5].qas[2]: 'answers' missing".
+
+Chinese (CMRC 2018, DRCD): a CJK ideograph (the tokenizer's own class, `_is_chinese_char`) is a
+document token of its own, so "2018年世界杯" gives "2018", "年", "世", "界", "杯". The original
+made a whole Chinese paragraph one "word", so the answer's first occurrence in it became the
+label whatever answer_start said. A context without CJK ideographs splits exactly as before.
 """
 
 from __future__ import annotations
@@ -14,16 +19,19 @@ import json
 import tensorflow as tf
 from absl import logging
 
-from official_bert.tokenization import whitespace_tokenize
+from official_bert.tokenization import _is_chinese_char, whitespace_tokenize
 
 
 @dataclasses.dataclass
 class SquadExample:
     """One question about one paragraph.
 
-    doc_tokens: the context split on whitespace. start_position / end_position: indices into
-    doc_tokens of the answer's first and last words (training only; -1 for an impossible
-    question, None when not training). orig_answer_text: the answer as written in the file.
+    doc_tokens: the context split on whitespace (and around CJK ideographs). start_position /
+    end_position: indices into doc_tokens of the answer's first and last words (training only;
+    -1 for an impossible question, None when not training). orig_answer_text: the answer as
+    written in the file. space_before: for each doc token, whether whitespace preceded it in the
+    context (None: all words were whitespace-separated, the original's case); join_doc_tokens
+    uses it to rebuild text.
     """
 
     qas_id: str
@@ -33,6 +41,7 @@ class SquadExample:
     start_position: int | None = None
     end_position: int | None = None
     is_impossible: bool = False
+    space_before: list[bool] | None = None
 
 
 @dataclasses.dataclass
@@ -48,23 +57,67 @@ def _is_whitespace(char: str) -> bool:
     return char in " \t\r\n" or ord(char) == 0x202F
 
 
-def split_context(context: str) -> tuple[list[str], list[int]]:
-    """The original's whitespace split: (doc_tokens, char_to_word_offset), the second giving for
-    each character of `context` the index of its word (of the previous word for whitespace)."""
+def split_context(context: str) -> tuple[list[str], list[int], list[bool]]:
+    """The original's whitespace split, with each CJK ideograph a word of its own.
+
+    Returns:
+      (doc_tokens, char_to_word_offset, space_before): the words; for each character of
+      `context` the index of its word (of the previous word for whitespace); for each word
+      whether whitespace preceded it (the first word counts as preceded). Without CJK
+      ideographs the words are the original's and space_before is all True.
+    """
     doc_tokens: list[str] = []
     char_to_word_offset: list[int] = []
+    space_before: list[bool] = []
     previous_is_whitespace = True
+    previous_is_cjk = False
     for char in context:
         if _is_whitespace(char):
             previous_is_whitespace = True
+            previous_is_cjk = False
         else:
-            if previous_is_whitespace:
+            is_cjk = _is_chinese_char(ord(char))
+            if previous_is_whitespace or is_cjk or previous_is_cjk:
+                space_before.append(previous_is_whitespace or not doc_tokens)
                 doc_tokens.append(char)
             else:
                 doc_tokens[-1] += char
             previous_is_whitespace = False
+            previous_is_cjk = is_cjk
         char_to_word_offset.append(len(doc_tokens) - 1)
-    return doc_tokens, char_to_word_offset
+    return doc_tokens, char_to_word_offset, space_before
+
+
+def join_doc_tokens(
+    doc_tokens: list[str], space_before: list[bool] | None, start: int, end: int
+) -> str:
+    """doc_tokens[start..end] (inclusive) as text: one space where the context had whitespace,
+    except between two CJK ideographs (Chinese writes none; a stray one in the context is not
+    reproduced), none where it had none ("2018年"). With space_before None, the original's
+    " ".join."""
+    if space_before is None:
+        return " ".join(doc_tokens[start : end + 1])
+    pieces = [doc_tokens[start]] if start <= end else []
+    for index in range(start + 1, end + 1):
+        previous, token = doc_tokens[index - 1], doc_tokens[index]
+        between_cjk = _is_chinese_char(ord(previous[-1])) and _is_chinese_char(ord(token[0]))
+        if space_before[index] and not between_cjk:
+            pieces.append(" ")
+        pieces.append(token)
+    return "".join(pieces)
+
+
+def _has_cjk(text: str) -> bool:
+    return any(_is_chinese_char(ord(char)) for char in text)
+
+
+def clean_answer_text(answer_text: str) -> str:
+    """An answer as join_doc_tokens writes the context's words: the original's whitespace
+    words joined by single spaces, or, with CJK ideographs, no space between two of them."""
+    if not _has_cjk(answer_text):
+        return " ".join(whitespace_tokenize(answer_text))
+    tokens, _, space_before = split_context(answer_text)
+    return join_doc_tokens(tokens, space_before, 0, len(tokens) - 1)
 
 
 class SquadFormatError(ValueError):
@@ -130,20 +183,26 @@ def read_squad_examples(
         for paragraph_index, paragraph in enumerate(paragraphs):
             paragraph_where = f"{article_where}.paragraphs[{paragraph_index}]"
             context = _field(paragraph, "context", paragraph_where, str)
-            doc_tokens, char_to_word_offset = split_context(context)
+            doc_tokens, char_to_word_offset, space_before = split_context(context)
+            # None keeps an English paragraph's examples as they were (" ".join).
+            space_before = space_before if _has_cjk(context) else None
             for qa_index, qa in enumerate(_field(paragraph, "qas", paragraph_where, list)):
                 where = f"{paragraph_where}.qas[{qa_index}]"
                 qas_id = str(_field(qa, "id", where, (str, int)))
                 question_text = _field(qa, "question", where, str)
                 if not is_training:
-                    examples.append(SquadExample(qas_id, question_text, doc_tokens))
+                    examples.append(
+                        SquadExample(qas_id, question_text, doc_tokens, space_before=space_before)
+                    )
                     continue
                 is_impossible = False
                 if version_2_with_negative:
                     is_impossible = bool(_field(qa, "is_impossible", where, (bool, int)))
                 if is_impossible:
                     examples.append(
-                        SquadExample(qas_id, question_text, doc_tokens, "", -1, -1, True)
+                        SquadExample(
+                            qas_id, question_text, doc_tokens, "", -1, -1, True, space_before
+                        )
                     )
                     continue
                 answers = _field(qa, "answers", where, list)
@@ -159,8 +218,10 @@ def read_squad_examples(
                 if answer_text and 0 <= answer_start and answer_end < len(context):
                     start_position = char_to_word_offset[answer_start]
                     end_position = char_to_word_offset[answer_end]
-                    actual_text = " ".join(doc_tokens[start_position : end_position + 1])
-                cleaned_answer_text = " ".join(whitespace_tokenize(answer_text))
+                    actual_text = join_doc_tokens(
+                        doc_tokens, space_before, start_position, end_position
+                    )
+                cleaned_answer_text = clean_answer_text(answer_text)
                 if actual_text is None or actual_text.find(cleaned_answer_text) == -1:
                     logging.warning(
                         "%s: could not find answer %r at answer_start %d (found %r); skipped",
@@ -180,6 +241,7 @@ def read_squad_examples(
                         start_position,
                         end_position,
                         False,
+                        space_before,
                     )
                 )
     if num_skipped:

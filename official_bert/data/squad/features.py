@@ -41,7 +41,7 @@ from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer
 
 FIRST_UNIQUE_ID = 1000000000
 # Bumped when what is written for the same inputs changes, so cached files are redone.
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: CJK ideographs are document tokens
 
 
 @dataclasses.dataclass
@@ -114,14 +114,18 @@ def improve_answer_span(
     answer's: "(1895-1943)." with answer "1895" maps to the "1895" piece, not the whole word.
 
     The original compares the pieces' strings joined by spaces; pieces hold no spaces and each
-    has one id, so comparing ids is the same test.
+    has one id, so comparing ids is the same test. The original also tried every end for every
+    start, quadratic in the span (a whole Chinese paragraph when it was one "word"); only the end
+    start + len(answer) - 1 can match, so each start is tried once, with the same result.
     """
     answer = np.asarray(answer_pieces).tolist()
-    doc_pieces = np.asarray(doc_pieces).tolist()
-    for new_start in range(input_start, input_end + 1):
-        for new_end in range(input_end, new_start - 1, -1):
-            if doc_pieces[new_start : new_end + 1] == answer:
-                return new_start, new_end
+    window = np.asarray(doc_pieces[input_start : input_end + 1]).tolist()
+    length = len(answer)
+    if length == 0:
+        return input_start, input_end
+    for offset in range(len(window) - length + 1):
+        if window[offset : offset + length] == answer:
+            return input_start + offset, input_start + offset + length - 1
     return input_start, input_end
 
 
