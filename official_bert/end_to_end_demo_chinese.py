@@ -50,7 +50,8 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
       output_dir: a fresh or previous demo folder (stages that find finished outputs reuse them,
         as the scripts do).
       scripts_dir: the folder of the top-level scripts and of `samples/zh/`.
-      settings: the sizes of the runs (vocab_size is unused: the samples' vocab is fixed).
+      settings: the sizes of the runs, `DemoSettings.chinese()` in run_demo.py (vocab_size is
+        unused: the samples' vocab is fixed).
 
     Returns:
       {"pretraining_instances", "pretraining_eval", "classifier_eval", "ner_eval": the
