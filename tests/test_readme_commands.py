@@ -4,10 +4,10 @@ stand-ins for its inputs.
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
 $SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, $BERT_CHINESE_DIR a
-tiny Chinese BERT (samples/zh/vocab.txt, in a folder named as Google's chinese_L-12_H-768_A-12, so
-the casing check sees it as that model), $XNLI_DIR a small XNLI in its release's layout, and /tmp/
-becomes a fresh folder. The flags are the pages', unchanged: a flag that a script lost or renamed fails
-here. `make demo` is run by tests/test_end_to_end_demo.py (in its quick mode) and `make test` is
+tiny Chinese BERT (samples/zh/vocab.txt, in a folder named as Google's chinese_L-12_H-768_A-12,
+so the casing check sees it as that model), $XNLI_DIR a small XNLI in its release's layout, and
+/tmp/ becomes a fresh folder. The flags are the pages', unchanged: a flag that a script lost or
+renamed fails here. `make demo` is run by tests/test_end_to_end_demo.py (in its quick mode) and `make test` is
 CI itself.
 
 What a block cannot do here is said in the markdown itself, by an HTML comment on the line just
