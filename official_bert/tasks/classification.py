@@ -23,6 +23,7 @@ from official_bert.data.classification.features import (
     encode_classifier_windows,
     prepare_classifier_records,
 )
+from official_bert.data.tagging.character_ner import CHARACTER_NER_TASK_NAMES
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
 from official_bert.models import BertClassifier, FeatureBasedClassifier
@@ -59,7 +60,10 @@ class ClassifierOptions(FinetuningOptions):
     """The settings of run_classifier.py: one task (a classification or a tagging one)."""
 
     # === The original flags of one task ===
-    task_name: str = option(help="The task: a GLUE name, xnli, generic or conll.")
+    task_name: str = option(
+        help="The task: a GLUE name, xnli, generic, conll or chinese_ner (msra_ner, "
+        "peoples_daily_ner)."
+    )
     data_dir: str = option(help="The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
     # === TF2 flags ===
     feature_mode: str = option(
@@ -99,7 +103,8 @@ class ClassifierOptions(FinetuningOptions):
         "-1", help="generic: index or header name of the label; conll: the tag's column."
     )
     labels: list[str] | None = option(
-        None, help="generic, conll: the label (tag) names (default: those of train)."
+        None,
+        help="generic, conll, chinese_ner: the label (tag) names (default: those of train).",
     )
     is_regression: bool = option(False, help="generic: the label is a number.")
     has_header: bool = option(True, help="generic: the files start with a header line.")
@@ -138,6 +143,8 @@ class ClassifierOptions(FinetuningOptions):
             return dict(language=self.xnli_language)
         if task == "conll":
             return dict(label_column=self.label_column, labels=self.labels)
+        if task in CHARACTER_NER_TASK_NAMES:
+            return dict(labels=self.labels)
         return {}
 
 

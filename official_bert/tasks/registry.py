@@ -1,7 +1,7 @@
 """Which Task runs a `--task_name`: one table for run_classifier.py's tasks.
 
 A task name names a data processor (data/classification/examples.py's registry: the GLUE tasks,
-xnli, generic, conll, and any registered since); the processor's family (the class it derives
+xnli, generic, conll, chinese_ner, and any registered since); the processor's family (the class it derives
 from) decides the task. Adding a family of tasks is one entry here; adding a task of an existing
 family is one registered processor (docs/adding_a_task.md).
 """

@@ -21,6 +21,11 @@ NER_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
             ["S-PER", "B-LOC", "I-LOC", "E-LOC", "S-LOC"],
             {("PER", 0, 0), ("LOC", 1, 3), ("LOC", 4, 4)},
         ),
+        # BMES (Chinese corpora): M- is a middle character, as I- in IOBES.
+        (
+            ["B-ORG", "M-ORG", "M-ORG", "E-ORG", "S-PER", "O", "B-LOC", "E-LOC"],
+            {("ORG", 0, 3), ("PER", 4, 4), ("LOC", 6, 7)},
+        ),
         # An entity at the end of the sentence is closed.
         (["O", "O", "B-LOC", "I-LOC"], {("LOC", 2, 3)}),
         (["O", "O"], set()),
@@ -43,6 +48,23 @@ def test_precision_recall_and_f1_count_whole_entities():
     assert metrics["PER_f1"] == pytest.approx(2 * (2 / 3) * 1 / (2 / 3 + 1))
     assert metrics["LOC_f1"] == 0.0
     assert metrics["accuracy"] == pytest.approx(4 / 7)
+
+
+def test_bioes_entity_scores_by_hand():
+    """Characters of 张三在北京大学 (PER 张三, ORG 北京大学) tagged in BIOES; the prediction cuts
+    北京 out as a LOC and tags 大学 as an ORG, and finds 张三 whole."""
+    labels = ["O", "B-PER", "E-PER", "S-PER", "B-LOC", "E-LOC", "B-ORG", "I-ORG", "E-ORG"]
+    gold = [["B-PER", "E-PER", "O", "B-ORG", "I-ORG", "I-ORG", "E-ORG"]]
+    predicted = [["B-PER", "E-PER", "O", "B-LOC", "E-LOC", "B-ORG", "E-ORG"]]
+    metrics = tagging_metrics(gold, predicted, labels)
+    # Gold: PER(0-1), ORG(3-6). Predicted: PER(0-1), LOC(3-4), ORG(5-6). Correct: PER only.
+    assert metrics["precision"] == pytest.approx(1 / 3)
+    assert metrics["recall"] == pytest.approx(1 / 2)
+    assert metrics["f1"] == pytest.approx(2 * (1 / 3) * (1 / 2) / (1 / 3 + 1 / 2))
+    assert metrics["PER_f1"] == 1.0 and metrics["ORG_f1"] == 0.0 and metrics["LOC_f1"] == 0.0
+    # Characters right: 张, 三, 在 and the final E-ORG of 学.
+    assert metrics["accuracy"] == pytest.approx(4 / 7)
+    assert is_span_tag_set(["O", "B-ORG", "M-ORG", "E-ORG", "S-ORG"])
 
 
 def test_a_partial_entity_is_wrong():

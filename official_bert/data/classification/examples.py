@@ -1,7 +1,8 @@
 """Every classification and tagging task by name: `get_processor` and `processor_names`.
 
 Importing this module registers the built-in tasks (the GLUE tasks, XNLI and generic from
-`glue_processors.py`, conll from `data/tagging/examples.py`). The processor base and the registry
+`glue_processors.py`, conll from `data/tagging/examples.py`, chinese_ner and its aliases
+from `data/tagging/character_ner.py`). The processor base and the registry
 are in `data_processor.py`, which the task modules import; their names are also importable from
 here, where callers have always found them.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 import official_bert.data.classification.glue_processors  # noqa: F401  (registers the GLUE tasks)
+import official_bert.data.tagging.character_ner  # noqa: F401  (registers chinese_ner, msra_ner)
 import official_bert.data.tagging.examples  # noqa: F401  (registers conll)
 from official_bert.data.classification.data_processor import (
     SPLITS,
