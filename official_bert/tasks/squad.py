@@ -10,6 +10,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.config import check_vocab_matches_config, write_text_atomically
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.squad.dataset import squad_dataset
 from official_bert.data.squad.examples import load_squad_json, read_squad_examples
 from official_bert.data.squad.features import (
@@ -18,6 +19,7 @@ from official_bert.data.squad.features import (
     prepare_squad_train_records,
     write_squad_records,
 )
+from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.evaluation.squad_postprocessing import (
     postprocess_predictions,
     rethreshold,
@@ -76,6 +78,11 @@ class SquadOptions(FinetuningOptions):
     )
     eval_only: bool = option(
         False, help="Only score output_dir/predictions.json against predict_file."
+    )
+    export_dir: str | None = option(
+        None,
+        help="After training, write here a serving SavedModel that answers raw (question, "
+        "context) strings (windows, max-context rule and v2.0 threshold as the predictions).",
     )
     # Not SQuAD's: a dev-set evaluation is predict_file's scoring.
     do_eval: bool = option(False, flag=False)
@@ -250,6 +257,22 @@ class SquadTask(FinetuningTask):
     def train_dataset(self, input_context):
         return train_dataset_fn(squad_dataset, self.train_records.path, self.options, self.setup)(
             input_context
+        )
+
+    def export(self, runner) -> str | None:
+        options = self.options
+        if not options.export_dir:
+            return None
+        return export_squad_serving_model(
+            runner.model,
+            BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case),
+            options.export_dir,
+            doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length,
+            n_best_size=options.n_best_size,
+            max_answer_length=options.max_answer_length,
+            version_2_with_negative=options.version_2_with_negative,
+            null_score_diff_threshold=options.null_score_diff_threshold,
         )
 
     def predict(self, runner) -> dict:

@@ -1,0 +1,144 @@
+"""run_squad.py --export_dir: the serving SavedModel answers raw (question, context) strings
+exactly as the predict path's predictions.json / null_odds.json, windows of a context longer
+than max_seq_length included, called from a process without this package."""
+
+import json
+
+import numpy as np
+import pytest
+
+from official_bert.config import BertConfig
+from official_bert.tasks.squad import SquadOptions, run_squad
+from tests.export.fresh_process import serve_in_fresh_process
+
+# A context of about 190 wordpieces: at max_seq_length 48 it takes a dozen windows. Accented
+# words (lower-cased and stripped by the uncased vocabulary), runs of spaces and a newline
+# between words, punctuation inside words.
+_LONG_CONTEXT = (
+    "The Café  Müller opened in 1895 on the Rue de l'Église, near the old   harbour.\n"
+    "Its first owner, Zoë Brontë-Smith (1851-1932), sold coffee, tea and pastries to sailors "
+    "who arrived from Lisbon, Genoa and Hamburg. In 1910 the building was enlarged with a second "
+    "floor, and a piano was bought for the evenings. During the war the café closed for three "
+    "years; it reopened in 1919 under the owner's nephew, François Dubois, who added a terrace "
+    "facing the sea. The terrace became famous for its fish soup, which the guide of 1925 called "
+    "the best on the coast. Today the café belongs to a cooperative of twelve families, and its "
+    "walls still show photographs of the ships that once anchored in front of it."
+)
+_SHORT_CONTEXT = "Paris is the capital of France. It has about two million inhabitants."
+_QUESTIONS = [
+    ("When did the café open?", _LONG_CONTEXT),
+    ("Who was the first owner?", _LONG_CONTEXT),
+    ("What was the terrace famous for?", _LONG_CONTEXT),
+    ("Who owns the café today?", _LONG_CONTEXT),
+    ("What did the nephew add?", _LONG_CONTEXT),
+    ("What is the capital of France?", _SHORT_CONTEXT),
+    ("How many people live in Paris?", _SHORT_CONTEXT),
+]
+
+
+def _write_squad_file(path):
+    paragraphs = {}
+    for index, (question, context) in enumerate(_QUESTIONS):
+        answer = "1895" if context is _LONG_CONTEXT else "Paris"
+        paragraphs.setdefault(context, []).append(
+            {
+                "id": f"q{index}",
+                "question": question,
+                "answers": [{"text": answer, "answer_start": context.index(answer)}],
+                "is_impossible": False,
+            }
+        )
+    data = {
+        "version": "v2.0",
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [{"context": c, "qas": q} for c, q in paragraphs.items()],
+            }
+        ],
+    }
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+
+
+def _run(minilm_dir, tmp_path, **overrides):
+    data_file = tmp_path / "squad.json"
+    _write_squad_file(data_file)
+    values = dict(
+        bert_config=BertConfig(
+            vocab_size=30522,  # the MiniLM vocab
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=64,
+        ),
+        vocab_file=str(minilm_dir / "vocab.txt"),
+        output_dir=str(tmp_path / "out"),
+        export_dir=str(tmp_path / "serving"),
+        train_file=str(data_file),
+        predict_file=str(data_file),
+        do_train=True,
+        do_predict=True,
+        max_seq_length=48,
+        doc_stride=16,
+        max_query_length=12,
+        train_batch_size=4,
+        predict_batch_size=16,
+        num_train_epochs=1.0,
+        n_best_size=5,
+        max_answer_length=6,
+        seed=3,
+    )
+    values.update(overrides)
+    results = run_squad(SquadOptions(**values))
+    served = serve_in_fresh_process(
+        tmp_path / "serving",
+        {"question": [q for q, _ in _QUESTIONS], "context": [c for _, c in _QUESTIONS]},
+    )
+    return results["predictions"], served
+
+
+def _assert_spans_locate_answers(served):
+    for index, (_, context) in enumerate(_QUESTIONS):
+        start, end = served["start"][index], served["end"][index]
+        assert 0 <= start < end <= len(context)
+        # The answer is the context's characters there, whitespace runs as one space.
+        assert " ".join(context[start:end].split()) == served["answer"][index]
+
+
+def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
+    predictions, served = _run(
+        minilm_dir, tmp_path, version_2_with_negative=True, null_score_diff_threshold=-0.6
+    )
+    ids = [f"q{index}" for index in range(len(_QUESTIONS))]
+    assert served["answer"] == [predictions.best_non_null[qid] for qid in ids]
+    assert [a if has else "" for a, has in zip(served["answer"], served["has_answer"])] == [
+        predictions.predictions[qid] for qid in ids
+    ]
+    # The best span's logits and null - span, as nbest_predictions.json / null_odds.json.
+    best = [
+        next(entry for entry in predictions.nbest[qid] if entry["text"]) for qid in ids
+    ]
+    np.testing.assert_allclose(
+        served["score"], [e["start_logit"] + e["end_logit"] for e in best], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.array(served["null_score"]) - served["score"],
+        [predictions.null_odds[qid] for qid in ids],
+        atol=1e-5,
+    )
+    # The threshold splits this run's questions both ways, so the decision is really tested.
+    assert 0 < sum(served["has_answer"]) < len(ids), predictions.null_odds
+    _assert_spans_locate_answers(served)
+    # Several answers come from windows after the first (the first holds ~30 pieces: about
+    # the first 120 characters).
+    assert max(served["start"][:5]) > 150, served
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_v1_answers_equal_the_predict_path(minilm_dir, tmp_path, do_lower_case):
+    predictions, served = _run(minilm_dir, tmp_path, do_lower_case=do_lower_case)
+    ids = [f"q{index}" for index in range(len(_QUESTIONS))]
+    assert served["answer"] == [predictions.predictions[qid] for qid in ids]
+    assert "null_score" not in served and "has_answer" not in served
+    _assert_spans_locate_answers(served)
