@@ -48,14 +48,14 @@ def _first_index_of_max(values: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
 class SquadServingModule(tf.Module):
     """`serving_default`: question, context [batch] tf.string ->
 
-      answer: tf.string [batch], the best span's text as predictions.json writes it (words joined
-        by one space); "" when no span qualifies (an empty context).
-      start, end: int32 [batch], the span's characters in the context, context[start:end]
-        (Python slicing of the decoded string; -1 when there is no span).
-      score: float32 [batch], the span's start logit + end logit (-inf when there is none).
-      v2.0 models add null_score: float32 [batch], the lowest [CLS] start + end logits over the
-        windows, and has_answer: bool [batch], null_score - score <= null_score_diff_threshold
-        (predictions.json holds `answer` where it is True, "" where it is False).
+    answer: tf.string [batch], the best span's text as predictions.json writes it (words joined
+      by one space); "" when no span qualifies (an empty context).
+    start, end: int32 [batch], the span's characters in the context, context[start:end]
+      (Python slicing of the decoded string; -1 when there is no span).
+    score: float32 [batch], the span's start logit + end logit (-inf when there is none).
+    v2.0 models add null_score: float32 [batch], the lowest [CLS] start + end logits over the
+      windows, and has_answer: bool [batch], null_score - score <= null_score_diff_threshold
+      (predictions.json holds `answer` where it is True, "" where it is False).
     """
 
     def __init__(
@@ -152,7 +152,9 @@ class SquadServingModule(tf.Module):
         # Each example's best window: the first one holding its best score.
         by_example = tf.RaggedTensor.from_row_lengths(window_best, num_windows)
         best = by_example.to_tensor(default_value=-float("inf"))
-        best = tf.concat([best, tf.fill([num_examples, 1], tf.constant(-float("inf"), tf.float64))], axis=1)
+        best = tf.concat(
+            [best, tf.fill([num_examples, 1], tf.constant(-float("inf"), tf.float64))], axis=1
+        )
         score, first = _first_index_of_max(best)
         has_span = score > -float("inf")
         # An example without a span points at window 0 (any valid index; its outputs are masked).
@@ -163,11 +165,21 @@ class SquadServingModule(tf.Module):
         end_token = tf.gather(tf.gather(end_indices, window), end_rank, batch_dims=1)
         # Flat piece index = the window's first piece + (position in the row - doc_offset).
         base = tf.gather(window_base - doc_offset, window)
+        first_piece = tf.maximum(base + tf.cast(start_token, tf.int64), 0)
+        last_piece = tf.maximum(base + tf.cast(end_token, tf.int64), 0)
+        has_unknown = tf.reduce_any(
+            tf.equal(
+                tf.gather(pieces.flat_values, tf.ragged.range(first_piece, last_piece + 1)),
+                tokenizer.unk_id,
+            ),
+            axis=1,
+        )
         outputs = self._span_text(
             context,
             has_span,
-            tf.gather(byte_starts.flat_values, tf.maximum(base + tf.cast(start_token, tf.int64), 0)),
-            tf.gather(byte_limits.flat_values, tf.maximum(base + tf.cast(end_token, tf.int64), 0)),
+            tf.gather(byte_starts.flat_values, first_piece),
+            tf.gather(byte_limits.flat_values, last_piece),
+            has_unknown,
         )
         outputs["score"] = tf.cast(score, tf.float32)
         if self.version_2_with_negative:
@@ -186,10 +198,56 @@ class SquadServingModule(tf.Module):
             )
         return outputs
 
-    @staticmethod
-    def _span_text(context, has_span, first_byte, limit_byte) -> dict[str, tf.Tensor]:
-        """The answer text and its character span from its bytes context[first_byte:limit_byte]
-        (int64 [batch]); -1 and "" where has_span is False."""
+    def _span_text(
+        self, context, has_span, first_byte, limit_byte, has_unknown
+    ) -> dict[str, tf.Tensor]:
+        """The answer text and its character span from its pieces' bytes
+        context[first_byte:limit_byte] (int64 [batch]); -1 and "" where has_span is False.
+
+        As the original's get_final_text, the span widens to its whole whitespace words where
+        the pieces' text cannot be found in them (an "[UNK]" piece, has_unknown) or where the
+        words' normalized characters differ in number from their characters.
+        """
+        first_byte = tf.where(has_span, first_byte, 0)
+        limit_byte = tf.where(has_span, limit_byte, 0)
+        chars, char_starts, counts = self.packer.tokenizer.word_characters_per_character(context)
+        row = chars.value_rowids()
+        char_starts = char_starts.flat_values
+        char_limits = char_starts + tf.cast(tf.strings.length(chars.flat_values), tf.int64)
+        is_space = tf.strings.regex_full_match(chars.flat_values, _CONTEXT_WHITESPACE)
+        num_examples = chars.nrows()
+        # The words' bounds: after the last space before the span, at the first space after it.
+        word_first = tf.math.unsorted_segment_max(
+            tf.where(
+                tf.logical_and(is_space, char_starts < tf.gather(first_byte, row)), char_limits, 0
+            ),
+            row,
+            num_examples,
+        )
+        word_first = tf.maximum(word_first, 0)
+        context_bytes = tf.cast(tf.strings.length(context), tf.int64)
+        word_limit = -tf.math.unsorted_segment_max(
+            tf.where(
+                tf.logical_and(is_space, char_starts >= tf.gather(limit_byte, row)),
+                -char_starts,
+                -tf.gather(context_bytes, row),
+            ),
+            row,
+            num_examples,
+        )
+        # (An empty row's segment max is the lowest int64: its span is masked anyway.)
+        word_limit = tf.where(chars.row_lengths() > 0, word_limit, context_bytes)
+        in_words = tf.logical_and(
+            char_starts >= tf.gather(word_first, row), char_starts < tf.gather(word_limit, row)
+        )
+        in_words = tf.logical_and(in_words, tf.logical_not(is_space))
+        normalized_count = tf.math.unsorted_segment_sum(
+            tf.where(in_words, counts.flat_values, 0), row, num_examples
+        )
+        char_count = tf.math.unsorted_segment_sum(tf.cast(in_words, tf.int64), row, num_examples)
+        widen = tf.logical_or(has_unknown, tf.not_equal(normalized_count, char_count))
+        first_byte = tf.where(widen, word_first, first_byte)
+        limit_byte = tf.where(widen, word_limit, limit_byte)
         first_byte = tf.where(has_span, first_byte, 0)
         limit_byte = tf.where(has_span, limit_byte, 0)
         text = tf.strings.substr(context, first_byte, limit_byte - first_byte)

@@ -116,9 +116,7 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
         predictions.predictions[qid] for qid in ids
     ]
     # The best span's logits and null - span, as nbest_predictions.json / null_odds.json.
-    best = [
-        next(entry for entry in predictions.nbest[qid] if entry["text"]) for qid in ids
-    ]
+    best = [next(entry for entry in predictions.nbest[qid] if entry["text"]) for qid in ids]
     np.testing.assert_allclose(
         served["score"], [e["start_logit"] + e["end_logit"] for e in best], atol=1e-5
     )
@@ -142,3 +140,110 @@ def test_v1_answers_equal_the_predict_path(minilm_dir, tmp_path, do_lower_case):
     assert served["answer"] == [predictions.predictions[qid] for qid in ids]
     assert "null_score" not in served and "has_answer" not in served
     _assert_spans_locate_answers(served)
+
+
+# === The module alone, over logits made from the inputs (no training), on hard text ===
+
+
+class _LogitsOfInputs:
+    """A stand-in span model: start and end logits are fixed functions of each position's id
+    and place, so the Python path and the serving graph see the same numbers for the same
+    packed rows, and the chosen spans fall all over the contexts; `favoured_ids` (int32 [n])
+    get 4 more on both, so that the words around them (accents, [UNK]) are chosen."""
+
+    def __init__(self, favoured_ids):
+        self.favoured_ids = favoured_ids
+
+    def __call__(self, inputs, training=False):
+        import tensorflow as tf
+
+        ids = inputs["input_word_ids"]
+        favoured = tf.reduce_any(tf.equal(ids[:, :, None], self.favoured_ids), axis=-1)
+        bonus = 4.0 * tf.cast(favoured, tf.float32)
+        ids = tf.cast(ids, tf.float32)
+        position = tf.cast(tf.range(tf.shape(ids)[1]), tf.float32)[None, :]
+        return {
+            "start_logits": 3.0 * tf.sin(0.7 * ids + 1.3 * position) + bonus,
+            "end_logits": 3.0 * tf.cos(1.1 * ids + 0.5 * position) + bonus,
+        }
+
+
+_HARD_CONTEXTS = [
+    # Decomposed accents (an uncased model strips them: the original widens to whole words).
+    "Zoe\u0308 and Bronte\u0308 met at the cafe\u0301 in Montre\u0301al on Sunday morning.",
+    # A soft hyphen and a no-break space inside words, runs of spaces, tabs and newlines.
+    "The co\u00adoperative   was founded\tin 1901\n\nby twelve fami\u00a0lies of fishermen.",
+    # Words the vocabulary cannot cover ([UNK] pieces), CJK ideographs, punctuation in words.
+    "Gödel’s ⵣⵣⵣ theorem (1931) was read in 東京 and Kraków by ☃☃ readers, e.g. Tarski.",
+    # Long: a dozen windows at max_seq_length 32.
+    " ".join(["Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do."] * 8),
+    "",
+    "   ",
+]
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize("version_2_with_negative", [False, True])
+def test_the_module_equals_postprocessing_on_hard_text(
+    minilm_dir, do_lower_case, version_2_with_negative
+):
+    import tensorflow as tf
+
+    from official_bert.data.bert_input_packer import BertInputPacker
+    from official_bert.data.squad.examples import SquadExample, split_context
+    from official_bert.data.squad.features import convert_examples_to_features
+    from official_bert.evaluation.squad_postprocessing import postprocess_predictions
+    from official_bert.export.squad_serving import SquadServingModule
+
+    settings = dict(doc_stride=8, max_query_length=6, n_best_size=6, max_answer_length=7)
+    packer = BertInputPacker(minilm_dir / "vocab.txt", 32, do_lower_case)
+    questions = ["Who?", "When was it founded?", "Where was it read?", "What?", "Q?", "Q?"]
+    examples = [
+        SquadExample(f"q{i}", question, split_context(context)[0])
+        for i, (question, context) in enumerate(zip(questions, _HARD_CONTEXTS, strict=True))
+    ]
+    features = convert_examples_to_features(
+        examples,
+        packer.tokenizer,
+        32,
+        is_training=False,
+        **{k: settings[k] for k in ("doc_stride", "max_query_length")},
+    )
+    model = _LogitsOfInputs(packer.tokenizer.tokenize(["zoe cafe cooperative godel [UNK]"])[0])
+    logits = model({"input_word_ids": tf.constant([f.input_ids for f in features])})
+    unique_ids = [f.unique_id for f in features]
+    expected = postprocess_predictions(
+        examples,
+        features,
+        dict(zip(unique_ids, logits["start_logits"].numpy(), strict=True)),
+        dict(zip(unique_ids, logits["end_logits"].numpy(), strict=True)),
+        n_best_size=settings["n_best_size"],
+        max_answer_length=settings["max_answer_length"],
+        do_lower_case=do_lower_case,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=-5.0,
+    )
+    module = SquadServingModule(
+        model,
+        packer,
+        **settings,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=-5.0,
+    )
+    served = module.signature()(tf.constant(questions), tf.constant(_HARD_CONTEXTS))
+    answers = [a.decode() for a in served["answer"].numpy()]
+    ids = [example.qas_id for example in examples]
+    if version_2_with_negative:
+        assert answers == [expected.best_non_null[qid] for qid in ids]
+        decided = [a if h else "" for a, h in zip(answers, served["has_answer"].numpy())]
+        assert decided == [expected.predictions[qid] for qid in ids]
+        assert 0 < sum(served["has_answer"].numpy()[:4]) < 4
+    else:
+        # The original answers "empty" where no span qualifies; the served answer is "".
+        assert answers == [
+            "" if expected.predictions[qid] == "empty" else expected.predictions[qid] for qid in ids
+        ]
+    assert answers[4:] == ["", ""] and served["start"].numpy().tolist()[4:] == [-1, -1]
+    for index, context in enumerate(_HARD_CONTEXTS[:4]):
+        start, end = served["start"].numpy()[index], served["end"].numpy()[index]
+        assert " ".join(context[start:end].split()) == " ".join(answers[index].split())
