@@ -19,7 +19,6 @@ from official_bert.data.squad.features import (
     prepare_squad_train_records,
     write_squad_records,
 )
-from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.evaluation.squad_postprocessing import (
     postprocess_predictions,
     rethreshold,
@@ -30,6 +29,7 @@ from official_bert.evaluation.squad_scoring import (
     squad_v2_scores,
     tune_no_answer_threshold,
 )
+from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.models import BertSpanLabeler
 from official_bert.option_flags import option
 from official_bert.tasks.driver import run_task

@@ -112,9 +112,9 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
     )
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["answer"] == [predictions.best_non_null[qid] for qid in ids]
-    assert [a if has else "" for a, has in zip(served["answer"], served["has_answer"])] == [
-        predictions.predictions[qid] for qid in ids
-    ]
+    assert [
+        a if has else "" for a, has in zip(served["answer"], served["has_answer"], strict=True)
+    ] == [predictions.predictions[qid] for qid in ids]
     # The best span's logits and null - span, as nbest_predictions.json / null_odds.json.
     best = [next(entry for entry in predictions.nbest[qid] if entry["text"]) for qid in ids]
     np.testing.assert_allclose(
@@ -235,7 +235,9 @@ def test_the_module_equals_postprocessing_on_hard_text(
     ids = [example.qas_id for example in examples]
     if version_2_with_negative:
         assert answers == [expected.best_non_null[qid] for qid in ids]
-        decided = [a if h else "" for a, h in zip(answers, served["has_answer"].numpy())]
+        decided = [
+            a if h else "" for a, h in zip(answers, served["has_answer"].numpy(), strict=True)
+        ]
         assert decided == [expected.predictions[qid] for qid in ids]
         assert 0 < sum(served["has_answer"].numpy()[:4]) < 4
     else:
