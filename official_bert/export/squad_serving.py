@@ -71,6 +71,8 @@ class SquadServingModule(tf.Module):
         name: str | None = None,
     ):
         super().__init__(name=name)
+        if doc_stride < 1:
+            raise ValueError(f"doc_stride must be at least 1, got {doc_stride}")
         self.model = model
         self.packer = packer
         self.doc_stride = doc_stride
@@ -82,6 +84,8 @@ class SquadServingModule(tf.Module):
 
     @tf.autograph.experimental.do_not_convert
     def answers(self, question: tf.Tensor, context: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The outputs of `serving_default` (see the class) for [batch] tf.string inputs; all
+        windows of the batch go through the model as one batch."""
         tokenizer, seq_length = self.packer.tokenizer, self.packer.max_seq_length
         num_examples = tf.shape(question, out_type=tf.int64)[0]
         query = tokenizer.tokenize(question)[:, : self.max_query_length]
