@@ -133,9 +133,10 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
     assert max(served["start"][:5]) > 150, served
 
 
-@pytest.mark.parametrize("do_lower_case", [True, False])
-def test_v1_answers_equal_the_predict_path(minilm_dir, tmp_path, do_lower_case):
-    predictions, served = _run(minilm_dir, tmp_path, do_lower_case=do_lower_case)
+def test_v1_cased_answers_equal_the_predict_path(minilm_dir, tmp_path):
+    # Cased text on the uncased vocabulary: "Église", "Zoë" and others become [UNK], whose
+    # answers the original widens to whole words.
+    predictions, served = _run(minilm_dir, tmp_path, do_lower_case=False)
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["answer"] == [predictions.predictions[qid] for qid in ids]
     assert "null_score" not in served and "has_answer" not in served

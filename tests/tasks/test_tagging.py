@@ -117,13 +117,14 @@ def test_serving_model_tags_raw_text_as_the_predict_path(tagging_task, finetuned
     assert max(len(words) for words in sentences) > 32  # several rows per long sentence
     texts = [("  " if index % 3 == 0 else " ").join(words) for index, words in enumerate(sentences)]
     texts = [f" {text}\t" if index % 2 else text for index, text in enumerate(texts)]
-    served = serve_in_fresh_process(output_dir / "serving_model", {"text": texts})
+    served = serve_in_fresh_process(output_dir / "serving_model", {"text": [*texts, " ", ""]})
+    assert served["tags"][-2:] == [[""] * len(served["tags"][0])] * 2  # no words, no tags
 
     def unpadded(rows):
         return [[value for value in row if value != ""] for row in rows]
 
-    assert unpadded(served["words"]) == sentences
-    assert unpadded(served["tags"]) == results["predictions"]
+    assert unpadded(served["words"]) == [*sentences, [], []]
+    assert unpadded(served["tags"]) == [*results["predictions"], [], []]
     found = 0
     for index, (text, tags) in enumerate(zip(texts, results["predictions"], strict=True)):
         words = list(re.finditer(r"\S+", text))
