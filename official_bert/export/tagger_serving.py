@@ -1,8 +1,8 @@
 """A SavedModel of a fine-tuned token tagger (run_classifier.py --task_name=conll) that tags raw
 text: words in, each word's tag and the entities out.
 
-The text is split into words on whitespace (tensorflow_text.WhitespaceTokenizer, with their byte
-offsets); from there it is what the predict path does with the words of a CoNLL line
+The text is split into words on whitespace (tensorflow_text.WhitespaceTokenizer: ICU's white
+space, with the words' byte offsets; a CoNLL file's words hold none); from there it is what the predict path does with the words of a CoNLL line
 (data/tagging/features.py): each word tokenized on its own (a word of no piece becomes [UNK]),
 cut to max_seq_length - 2 pieces, the words packed greedily into as many rows as they need, each
 word's tag read at its first piece. Entities follow the chunk rules of
@@ -49,6 +49,7 @@ class TaggerServingModule(tf.Module):
 
     @tf.autograph.experimental.do_not_convert
     def tag(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
+        """The outputs of `serving_default` (see the class) for [batch] tf.string `text`."""
         tokenizer, budget = self.packer.tokenizer, self.packer.max_seq_length - 2
         words, byte_starts, byte_limits = tf_text.WhitespaceTokenizer().tokenize_with_offsets(text)
         num_words = tf.size(words.flat_values, tf.int64)
