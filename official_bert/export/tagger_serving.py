@@ -2,12 +2,13 @@
 text: words in, each word's tag and the entities out.
 
 The text is split into words on whitespace (tensorflow_text.WhitespaceTokenizer: ICU's white
-space, with the words' byte offsets; a CoNLL file's words hold none); from there it is what the predict path does with the words of a CoNLL line
-(data/tagging/features.py): each word tokenized on its own (a word of no piece becomes [UNK]),
-cut to max_seq_length - 2 pieces, the words packed greedily into as many rows as they need, each
-word's tag read at its first piece. Entities follow the chunk rules of
-evaluation/tagging_metrics.py (conlleval's, IOB1, IOB2 and IOBES), tabulated from its own
-functions at export time. Loading needs only `tensorflow` and `tensorflow_text`.
+space, with the words' byte offsets; a CoNLL file's words hold none); from there it is what the
+predict path does with the words of a CoNLL line (data/tagging/features.py): each word tokenized
+on its own (a word of no piece becomes [UNK]), cut to max_seq_length - 2 pieces, the words
+packed greedily into as many rows as they need, each word's tag read at its first piece.
+Entities follow the chunk rules of evaluation/tagging_metrics.py (conlleval's, IOB1, IOB2 and
+IOBES), tabulated from its own functions at export time. Loading needs only `tensorflow` and
+`tensorflow_text`.
 """
 
 from __future__ import annotations
