@@ -95,7 +95,7 @@ def _run(minilm_dir, tmp_path, **overrides):
         tmp_path / "serving",
         {"question": [q for q, _ in _QUESTIONS], "context": [c for _, c in _QUESTIONS]},
     )
-    return results["predictions"], served
+    return results["predictions"], served, results
 
 
 def _assert_spans_locate_answers(served):
@@ -107,7 +107,7 @@ def _assert_spans_locate_answers(served):
 
 
 def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
-    predictions, served = _run(
+    predictions, served, _ = _run(
         minilm_dir, tmp_path, version_2_with_negative=True, null_score_diff_threshold=-0.6
     )
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
@@ -133,10 +133,32 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
     assert max(served["start"][:5]) > 150, served
 
 
+def test_tuned_threshold_is_the_one_served(minilm_dir, tmp_path):
+    # --tune_null_threshold: the export waits for the predictions, then serves with the
+    # threshold that predictions.json was re-written with.
+    # At the flag's 5.0 every question would be answered (null - span is about -0.6 here);
+    # the tuned threshold answers fewer.
+    predictions, served, results = _run(
+        minilm_dir,
+        tmp_path,
+        version_2_with_negative=True,
+        tune_null_threshold=True,
+        null_score_diff_threshold=5.0,
+    )
+    assert results["export_dir"] == str(tmp_path / "serving")
+    tuned = results["eval"]["tuned"]["null_score_diff_threshold"]
+    ids = [f"q{index}" for index in range(len(_QUESTIONS))]
+    assert served["has_answer"] == [predictions.null_odds[qid] <= tuned for qid in ids]
+    assert not all(served["has_answer"]), (tuned, predictions.null_odds)
+    assert [
+        a if has else "" for a, has in zip(served["answer"], served["has_answer"], strict=True)
+    ] == [predictions.predictions[qid] for qid in ids]
+
+
 def test_v1_cased_answers_equal_the_predict_path(minilm_dir, tmp_path):
     # Cased text on the uncased vocabulary: "Église", "Zoë" and others become [UNK], whose
     # answers the original widens to whole words.
-    predictions, served = _run(minilm_dir, tmp_path, do_lower_case=False)
+    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["answer"] == [predictions.predictions[qid] for qid in ids]
     assert "null_score" not in served and "has_answer" not in served
