@@ -44,6 +44,9 @@ flags.DEFINE_bool(
     "preprocessing: also export .tokenize_with_offsets (ids with each piece's byte offsets).",
 )
 flags.DEFINE_bool("overwrite", False, "Replace an existing export_path.")
+flags.DEFINE_integer(
+    "fill_mask_top_k", 5, "fill_mask: tokens returned per [MASK] (texts of default_seq_length)."
+)
 flags.mark_flags_as_required(["vocab_file", "export_path"])
 
 
@@ -58,6 +61,7 @@ def main(_):
         default_seq_length=FLAGS.default_seq_length,
         tokenize_with_offsets=FLAGS.tokenize_with_offsets,
         checkpoint_format=FLAGS.checkpoint_format,
+        fill_mask_top_k=FLAGS.fill_mask_top_k,
         overwrite=FLAGS.overwrite,
     )
 

@@ -749,13 +749,10 @@ class FastWordpieceBertTokenizer(tf.Module):
         )  # [num_words, (pieces)]; byte offsets within each normalized word.
 
         # Each input character with its byte span, normalized on its own.
-        chars, char_starts = tf.strings.unicode_split_with_offsets(
-            strings, "UTF-8", errors="ignore"
-        )
+        chars, char_starts, normalized = self._characters_normalized_one_by_one(strings)
         char_row = chars.value_rowids()
         char_starts = char_starts.flat_values
         char_limits = char_starts + tf.cast(tf.strings.length(chars.flat_values), tf.int64)
-        normalized = tf.strings.unicode_split(self._normalize(chars.flat_values), "UTF-8")
         outputs_per_char = normalized.row_lengths()  # 0 for a removed character.
         char_limits = self._limits_over_removed_chars(
             char_starts, char_limits, char_row, outputs_per_char > 0, chars.nrows()
@@ -811,6 +808,43 @@ class FastWordpieceBertTokenizer(tf.Module):
         starts = pieces.with_flat_values(tf.gather(span_starts, first_char))
         limits = pieces.with_flat_values(tf.gather(span_limits, last_char))
         return words.with_values(pieces), words.with_values(starts), words.with_values(limits)
+
+    def _characters_normalized_one_by_one(self, strings):
+        """(chars, byte_starts, normalized): the characters of [batch] tf.string `strings`
+        ([batch, (chars)] tf.string, invalid UTF-8 dropped), their int64 byte offsets in the
+        input (same shape), and the characters each becomes alone through steps 2 and 3 of the
+        pipeline ([batch * chars, (outputs)] tf.string; none for a removed character)."""
+        chars, char_starts = tf.strings.unicode_split_with_offsets(
+            strings, "UTF-8", errors="ignore"
+        )
+        normalized = tf.strings.unicode_split(self._normalize(chars.flat_values), "UTF-8")
+        return chars, char_starts, normalized
+
+    @tf.autograph.experimental.do_not_convert
+    def word_characters_per_character(self, strings):
+        """How many characters of the words of `split_words` each input character becomes:
+        0 for a removed one (a control character, an accent stripped by an uncased model) and
+        for whitespace, 1 for most, 2 or more where lower-casing or NFD expands it.
+
+        Args:
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+
+        Returns:
+          (chars, byte_starts, counts): [batch, (chars)] RaggedTensors of the input characters
+          (tf.string), their byte offsets (int64) and the counts (int64).
+        """
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        chars, char_starts, normalized = self._characters_normalized_one_by_one(strings)
+        is_space = tf.logical_or(
+            tf.equal(normalized.flat_values, " "),
+            tf.strings.regex_full_match(normalized.flat_values, self._other_whitespace_pattern),
+        )
+        counts = tf.math.unsorted_segment_sum(
+            tf.cast(tf.logical_not(is_space), tf.int64),
+            normalized.value_rowids(),
+            normalized.nrows(),
+        )
+        return chars, char_starts, chars.with_flat_values(counts)
 
     @staticmethod
     def _limits_over_removed_chars(starts, limits, rows, kept, num_rows):

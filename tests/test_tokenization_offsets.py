@@ -138,3 +138,22 @@ def test_offsets_on_shared_corpus(minilm_dir, do_lower_case):
         check_offsets(tokenizer, vocab_file, lines[i : i + 500]) for i in range(0, len(lines), 500)
     )
     assert checked > 15_000
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_word_characters_per_character_are_basic_tokenizers(small_vocab_file, do_lower_case):
+    """Each character alone through the original BasicTokenizer: the characters of its words
+    (0 for whitespace, removed characters and stripped accents; 3 jamo for a Hangul syllable
+    under NFD; 1 for a capital I with dot, whose lower-case dot is stripped)."""
+    tokenizer = FastWordpieceBertTokenizer(small_vocab_file, do_lower_case=do_lower_case)
+    text = (
+        "aÉ\u0301 \u00a0\u00ad\u200b\t\u2028x\u0130\u00df\ud55c\u4e2d,\u0007\ufffd\U0001f600\u202f"
+    )
+    chars, byte_starts, counts = tokenizer.word_characters_per_character([text, ""])
+    assert [c.decode() for c in chars.to_list()[0]] == list(text)
+    assert byte_starts.to_list()[0] == [len(text[:i].encode()) for i in range(len(text))]
+    expected = [
+        len("".join(BasicTokenizer(do_lower_case=do_lower_case).tokenize(char))) for char in text
+    ]
+    assert counts.to_list() == [expected, []]
+    assert expected.count(0) >= 8 and (3 in expected) == do_lower_case

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
+
 _SPAN_PREFIXES = ("B", "I", "M", "E", "S")
 
 
@@ -46,6 +48,18 @@ def _starts_chunk(previous: str, current: str, previous_type: str, current_type:
     if current in ("E", "I") and previous in ("E", "S", "O"):
         return True
     return current != "O" and previous_type != current_type
+
+
+def chunk_boundary_tables(labels: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The chunk rules of `entity_spans` as tables over tag ids, for code that runs on ids (the
+    tagging serving model): (starts, ends), each bool [len(labels) + 1, len(labels) + 1]
+    indexed [previous tag, current tag], id len(labels) standing for the "O" before a sentence
+    and after it. starts: the current word starts an entity; ends: the previous word ends one
+    (when one is open)."""
+    tags = [split_tag(tag) for tag in labels] + [("O", "")]
+    starts = np.array([[_starts_chunk(p, c, pt, ct) for c, ct in tags] for p, pt in tags])
+    ends = np.array([[_ends_chunk(p, c, pt, ct) for c, ct in tags] for p, pt in tags])
+    return starts, ends
 
 
 def entity_spans(tags: list[str]) -> set[tuple[str, int, int]]:

@@ -9,12 +9,14 @@ from absl import logging
 from official_bert.checkpoints import loading
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import check_vocab_matches_config
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.bert_encoder_module import export_bert_encoder
 from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
+from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.tokenization import load_vocab
 
-EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing")
+EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing", "fill_mask")
 
 
 def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = None) -> bool:
@@ -48,9 +50,12 @@ def export_tfhub(
     tokenize_with_offsets: bool = False,
     checkpoint_format: str | None = None,
     overwrite: bool = False,
+    fill_mask_top_k: int = 5,
 ) -> str:
-    """Exports an encoder ("model"), an encoder with its masked-LM head ("model_with_mlm") or
-    the text preprocessor ("preprocessing") to `export_path`; returns export_path.
+    """Exports an encoder ("model"), an encoder with its masked-LM head ("model_with_mlm"),
+    the text preprocessor ("preprocessing") or a raw-text fill-mask serving model ("fill_mask":
+    export/fill_mask_serving.py, texts of up to default_seq_length pieces, fill_mask_top_k tokens
+    per [MASK]) to `export_path`; returns export_path.
 
     Raises:
       FileExistsError: export_path exists and not `overwrite` (checked before any work).
@@ -110,7 +115,7 @@ def export_tfhub(
             )
         except CheckpointMismatchError as error:
             raise CheckpointMismatchError(
-                f"{error}\n--export_type=model_with_mlm needs the masked-LM head "
+                f"{error}\n--export_type={export_type} needs the masked-LM head "
                 "(cls/predictions/...); --export_type=model exports the encoder alone"
             ) from error
     logging.info(
@@ -120,6 +125,14 @@ def export_tfhub(
         export_type,
         export_path,
     )
+    if export_type == "fill_mask":
+        return export_fill_mask_serving_model(
+            pretrainer,
+            BertInputPacker(vocab_file, default_seq_length, do_lower_case),
+            fill_mask_top_k,
+            export_path,
+            overwrite=overwrite,
+        )
     return export_bert_encoder(
         encoder,
         export_path,

@@ -10,8 +10,10 @@ from absl import logging
 
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
 from official_bert.checkpoints.loading import read_bert_config
-from official_bert.config import BertConfig
+from official_bert.config import BertConfig, check_vocab_matches_config
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.pretraining.dataset import pretraining_dataset
+from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.option_flags import option
 from official_bert.tasks.driver import run_task
@@ -63,6 +65,14 @@ class PretrainingOptions(TrainingOptions):
         "original tokens restored; next-sentence prediction is off (an explicit "
         "--use_next_sentence_label=true is an error).",
     )
+    export_dir: str | None = option(
+        None,
+        help="After training, write here a fill-mask serving SavedModel (raw text with [MASK] "
+        "in, the top fill_mask_top_k tokens of each mask out); needs --vocab_file.",
+    )
+    vocab_file: str | None = option(None, help="vocab.txt of the model (for --export_dir).")
+    do_lower_case: bool = option(True, help="--export_dir: the model is uncased.")
+    fill_mask_top_k: int = option(5, help="--export_dir: tokens returned per [MASK].")
     # Read from bert_config_file when not given.
     bert_config: BertConfig | None = option(None, flag=False)
 
@@ -88,6 +98,19 @@ def validate_pretraining_options(options: PretrainingOptions) -> None:
         raise ValueError(
             "--objective=ltr is the paper's 'LTR & No NSP' model: it has no next-sentence "
             "prediction, so --use_next_sentence_label=true cannot go with it"
+        )
+    if options.export_dir:
+        if options.objective != "mlm":
+            raise ValueError(
+                "--export_dir writes a fill-mask model, which needs the masked LM "
+                f"(--objective=mlm), not --objective={options.objective}"
+            )
+        if not options.vocab_file:
+            raise ValueError("--export_dir needs --vocab_file (the fill-mask model tokenizes)")
+        if options.fill_mask_top_k < 1:
+            raise ValueError(f"--fill_mask_top_k must be at least 1, got {options.fill_mask_top_k}")
+        check_vocab_matches_config(
+            options.bert_config, options.vocab_file, options.bert_config_file
         )
     if options.max_seq_length > options.bert_config.max_position_embeddings:
         raise ValueError(
@@ -179,6 +202,15 @@ class PretrainingTask(Task):
             options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
             logging.info("Wrote the trained model in the original layout: %s", prefix)
         return {}
+
+    def export(self, runner: Runner) -> str | None:
+        options = self.options
+        if not options.export_dir:
+            return None
+        packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
+        return export_fill_mask_serving_model(
+            runner.model, packer, options.fill_mask_top_k, options.export_dir
+        )
 
     def evaluate(self, runner: Runner) -> dict:
         options = self.options

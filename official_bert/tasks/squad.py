@@ -10,6 +10,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.config import check_vocab_matches_config, write_text_atomically
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.squad.dataset import squad_dataset
 from official_bert.data.squad.examples import load_squad_json, read_squad_examples
 from official_bert.data.squad.features import (
@@ -29,6 +30,7 @@ from official_bert.evaluation.squad_scoring import (
     squad_v2_scores,
     tune_no_answer_threshold,
 )
+from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.models import BertSpanLabeler
 from official_bert.option_flags import option
 from official_bert.tasks.driver import run_task
@@ -77,6 +79,12 @@ class SquadOptions(FinetuningOptions):
     )
     eval_only: bool = option(
         False, help="Only score output_dir/predictions.json against predict_file."
+    )
+    export_dir: str | None = option(
+        None,
+        help="After training, write here a serving SavedModel that answers raw (question, "
+        "context) strings (windows, max-context rule and v2.0 threshold as the predictions; "
+        "with --tune_null_threshold, written after predicting, with the tuned threshold).",
     )
     # Not SQuAD's: a dev-set evaluation is predict_file's scoring.
     do_eval: bool = option(False, flag=False)
@@ -198,6 +206,7 @@ class SquadTask(FinetuningTask):
         self.train_records = None
         self.predict_examples = self.predict_features = None
         self.eval_path = os.path.join(options.output_dir, "eval.tf_record")
+        self.deferred_export = False
 
     def validate(self) -> None:
         validate_squad_options(self.options)
@@ -260,6 +269,40 @@ class SquadTask(FinetuningTask):
             input_context
         )
 
+    def _tunes_null_threshold(self) -> bool:
+        """Whether predicting will choose the v2.0 threshold (--tune_null_threshold on a
+        predict_file with answers)."""
+        options = self.options
+        return bool(
+            options.version_2_with_negative
+            and options.tune_null_threshold
+            and options.do_predict
+            and _has_answers(options.predict_file)
+        )
+
+    def export(self, runner) -> str | None:
+        if not self.options.export_dir:
+            return None
+        if self._tunes_null_threshold():
+            # Exported by `predict` once the threshold is tuned, so that it serves with it.
+            self.deferred_export = True
+            return None
+        return self._export(runner, self.options.null_score_diff_threshold)
+
+    def _export(self, runner, null_score_diff_threshold: float) -> str:
+        options = self.options
+        return export_squad_serving_model(
+            runner.model,
+            BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case),
+            options.export_dir,
+            doc_stride=options.doc_stride,
+            max_query_length=options.max_query_length,
+            n_best_size=options.n_best_size,
+            max_answer_length=options.max_answer_length,
+            version_2_with_negative=options.version_2_with_negative,
+            null_score_diff_threshold=null_score_diff_threshold,
+        )
+
     def predict(self, runner) -> dict:
         options = self.options
         dataset = squad_dataset(
@@ -287,6 +330,14 @@ class SquadTask(FinetuningTask):
         results = {"predictions": predictions}
         if _has_answers(options.predict_file):
             results["eval"] = _score_and_tune(options, predictions)
+        if self.deferred_export:
+            threshold = results["eval"]["tuned"]["null_score_diff_threshold"]
+            results["export_dir"] = self._export(runner, threshold)
+            logging.info(
+                "Exported the serving SavedModel (null_score_diff_threshold %.4f, tuned) to %s",
+                threshold,
+                results["export_dir"],
+            )
         return results
 
 

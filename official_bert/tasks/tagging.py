@@ -21,6 +21,7 @@ from official_bert.data.tagging.features import (
     word_predictions,
 )
 from official_bert.evaluation.tagging_metrics import tagging_metrics
+from official_bert.export.tagger_serving import export_tagger_serving_model
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.tasks.classification import ClassificationTask, predict_records
 from official_bert.tasks.classification_objective import mean_eval_loss
@@ -68,8 +69,8 @@ class TaggingTask(ClassificationTask):
     sentences longer than max_seq_length (see data/tagging/features.py): split without overlap,
     or with doc_stride as overlapping windows, each word tagged in its max-context window.
 
-    No raw-text serving SavedModel (export_dir is ignored): the model's output is per
-    wordpiece, and the word alignment is done here in Python.
+    After training, a serving SavedModel that tags raw text (export/tagger_serving.py;
+    output_dir/serving_model unless export_dir says otherwise, '' skips it).
     """
 
     kind = "token tagging"
@@ -97,10 +98,12 @@ class TaggingTask(ClassificationTask):
     def loss_denominators_fn(self):
         return tagging_loss_denominators
 
-    def export(self, runner) -> None:
-        if self.options.export_dir:
-            logging.warning("export_dir is ignored for tagging tasks (no serving model)")
-        return None
+    def export(self, runner) -> str | None:
+        options = self.options
+        if options.export_dir == "":
+            return None
+        export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
+        return export_tagger_serving_model(runner.model, self.packer, self.labels, export_dir)
 
     def evaluate(self, runner) -> dict:
         options, labels = self.options, self.labels

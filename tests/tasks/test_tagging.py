@@ -3,16 +3,19 @@ learn a tiny NER task, every word of long sentences is tagged, the outputs are w
 CoNLL layout, frozen encoders stay frozen, and a rerun resumes."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
+from official_bert.evaluation.tagging_metrics import entity_spans
 from official_bert.models import BertEncoder
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 from tests.conftest import REPO_ROOT
+from tests.export.fresh_process import serve_in_fresh_process
 from tests.tiny_data import write_tiny_checkpoint, write_tiny_tagging_task
 
 
@@ -103,6 +106,41 @@ def test_every_word_is_tagged_in_the_conll_layout(tagging_task, finetuned):
     predicted = [tag for tags in results["predictions"] for tag in tags]
     truth = [tag for _, tags in sentences["test"] for tag in tags]
     assert np.mean(np.array(predicted) == np.array(truth)) >= 0.95
+
+
+def test_serving_model_tags_raw_text_as_the_predict_path(tagging_task, finetuned):
+    """The exported tagger, called from a process without this package, gives each test
+    sentence (joined with irregular spaces) the tags of test_predictions.txt and the entities
+    conlleval's rules find in them."""
+    output_dir, results = finetuned
+    sentences = [words for words, _ in tagging_task[2]["test"]]
+    assert max(len(words) for words in sentences) > 32  # several rows per long sentence
+    texts = [("  " if index % 3 == 0 else " ").join(words) for index, words in enumerate(sentences)]
+    texts = [f" {text}\t" if index % 2 else text for index, text in enumerate(texts)]
+    served = serve_in_fresh_process(output_dir / "serving_model", {"text": [*texts, " ", ""]})
+    assert served["tags"][-2:] == [[""] * len(served["tags"][0])] * 2  # no words, no tags
+
+    def unpadded(rows):
+        return [[value for value in row if value != ""] for row in rows]
+
+    assert unpadded(served["words"]) == [*sentences, [], []]
+    assert unpadded(served["tags"]) == [*results["predictions"], [], []]
+    found = 0
+    for index, (text, tags) in enumerate(zip(texts, results["predictions"], strict=True)):
+        words = list(re.finditer(r"\S+", text))
+        expected = sorted(
+            (words[first].start(), words[last].end(), entity_type)
+            for entity_type, first, last in entity_spans(tags)
+        )
+        starts = [start for start in served["entity_starts"][index] if start >= 0]
+        got = list(
+            zip(starts, served["entity_ends"][index], served["entity_types"][index], strict=False)
+        )
+        assert got == expected, index
+        for (start, end, _), entity_text in zip(got, served["entity_texts"][index], strict=False):
+            assert entity_text == text[start:end]
+        found += len(got)
+    assert found >= len(texts)  # the tiny task's sentences each hold an entity or more
 
 
 def test_frozen_scalar_mix_tagger_trains_the_head_only_and_resumes(

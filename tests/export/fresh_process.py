@@ -1,0 +1,36 @@
+"""Calls a serving SavedModel from a fresh Python process that imports only tensorflow and
+tensorflow_text, as TF Serving (which links tensorflow_text's ops) would load it."""
+
+import json
+import subprocess
+import sys
+
+_SERVE = r"""
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+assert not any(name.startswith("official_bert") for name in sys.modules)
+served = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+inputs = {name: tf.constant(values, tf.string) for name, values in json.loads(sys.argv[2]).items()}
+def decoded(value):
+    if isinstance(value, list):
+        return [decoded(item) for item in value]
+    return value.decode() if isinstance(value, bytes) else value
+outputs = {name: decoded(value.numpy().tolist()) for name, value in served(**inputs).items()}
+print(json.dumps(outputs))
+"""
+
+
+def serve_in_fresh_process(export_dir, inputs: dict[str, list[str]]) -> dict:
+    """`serving_default(**inputs)` of the SavedModel at export_dir, run in a new interpreter;
+    returns {output name: nested lists} (strings decoded from UTF-8; a rank-1 string output is
+    a list, rank 2 a list of lists)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _SERVE, str(export_dir), json.dumps(inputs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
