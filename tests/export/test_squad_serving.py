@@ -125,8 +125,11 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
         [predictions.null_odds[qid] for qid in ids],
         atol=1e-5,
     )
-    # The threshold splits this run's questions both ways, so the decision is really tested.
-    assert 0 < sum(served["has_answer"]) < len(ids), predictions.null_odds
+    # The decision is the threshold rule on the served scores. (Whether -0.6 splits this run's
+    # questions both ways depends on the host's float rounding of a tiny seeded model: a mixed
+    # decision is asserted by test_tuned_threshold_is_the_one_served, whose threshold is tuned.)
+    odds = np.array(served["null_score"]) - served["score"]
+    assert served["has_answer"] == [bool(value <= -0.6) for value in odds]
     _assert_spans_locate_answers(served)
     # Several answers come from windows after the first (the first holds ~30 pieces: about
     # the first 120 characters).
