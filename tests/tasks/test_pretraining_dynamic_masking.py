@@ -1,10 +1,8 @@
 """run_pretraining.py on dynamic-masking records (create_pretraining_data --masking=dynamic):
 they are detected and masked in the input pipeline, and a killed run resumes with the masks of
-the uninterrupted one. Records from the project's own sample corpus: always runs."""
+the uninterrupted one. Records from the project's own sample corpus (no ../shared needed)."""
 
-import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -15,7 +13,12 @@ from official_bert.data.pretraining.data_writer import (
     write_pretraining_examples,
 )
 from tests.conftest import REPO_ROOT
-from tests.tasks.test_pretraining import _checkpoint_values, _script_command, _tiny_config_file
+from tests.tasks.test_pretraining import (
+    _checkpoint_values,
+    _script_command,
+    _tiny_config_file,
+    kill_after_checkpoint,
+)
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
 
@@ -68,18 +71,7 @@ def test_killed_run_resumes_with_the_masks_of_an_uninterrupted_run(minilm_dir, t
     assert result.returncode == 0, result.stderr[-3000:]
 
     killed_dir = tmp_path / "killed"
-    process = subprocess.Popen(
-        command(killed_dir), cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 240
-    while not (killed_dir / "ckpt-10.index").exists() and time.time() < deadline:
-        assert process.poll() is None, "the run ended before its second checkpoint"
-        time.sleep(0.02)
-    assert process.poll() is None, "the run finished before it could be killed"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = tf.train.latest_checkpoint(str(killed_dir))
-    assert killed_at is not None and not killed_at.endswith("ckpt-40"), killed_at
+    killed_at = kill_after_checkpoint(command(killed_dir), killed_dir, "ckpt-10", "ckpt-40")
 
     resumed = subprocess.run(
         command(killed_dir), capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
