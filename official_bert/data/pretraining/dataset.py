@@ -79,6 +79,15 @@ def inspect_pretraining_file(path: str) -> dict:
     }
 
 
+def _masking_kind(info: dict) -> str:
+    """How the records of an inspected file are masked, in words (files read together must
+    agree)."""
+    if info["masking"] == "static":
+        return "statically masked records"
+    words = "with word starts" if info["word_starts"] else "without word starts"
+    return f"dynamic-masking records {words} ({info['recipe']})"
+
+
 def restore_masked_tokens(batch: dict) -> dict:
     """The encoder inputs of a batch with the original tokens back at the masked-LM positions:
     create_pretraining_data writes masked inputs ([MASK], random or kept tokens), a left-to-right
@@ -155,6 +164,14 @@ def pretraining_dataset(
             f"{files[0]} is {info['compression_type'] or 'uncompressed'} but {mixed[0]} is not: "
             "all files of --input_file must be written with the same --gzip_compress"
         )
+    kind = _masking_kind(info)
+    for path in files[1:]:
+        other = inspect_pretraining_file(path)
+        if _masking_kind(other) != kind:
+            raise RecordFileError(
+                f"{files[0]} holds {kind} but {path} holds {_masking_kind(other)}: all files of "
+                "--input_file must be written with the same --masking (and masking flags)"
+            )
     for name, flag in (
         ("max_seq_length", max_seq_length),
         ("max_predictions_per_seq", max_predictions_per_seq),

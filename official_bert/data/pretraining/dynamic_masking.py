@@ -129,19 +129,32 @@ def _take_words_within_budget(lengths_in_order, valid_in_order, budget):
     """The original's rule (create_masked_lm_predictions): words in random order, each taken if
     it still fits the budget, else skipped. lengths_in_order int32 [batch, words], valid bool
     [batch, words] (real candidate words), budget int32 [batch]. Returns bool [batch, words].
-    A loop over ranks, vectorized over the batch: the skip makes the rule sequential."""
 
-    def step(count, column):
-        length, valid = column
-        take = valid & (count + length <= budget)
-        return count + tf.where(take, length, 0), take
+    As what is left of the budget only shrinks, a skipped word never fits later: the rule takes,
+    again and again, the first word after the last one taken that fits what is left. Each take
+    uses a piece or more, so at most max(budget) rounds, each vectorized over batch and words,
+    instead of one round per word.
+    """
+    words = tf.shape(lengths_in_order)[1]
+    ranks = tf.range(words)[None, :]
 
-    _, taken = tf.scan(
-        lambda state, column: step(state[0], column),
-        (tf.transpose(lengths_in_order), tf.transpose(valid_in_order)),
-        initializer=(tf.zeros_like(budget), tf.zeros_like(budget, tf.bool)),
+    def take_next(count, last, taken):
+        fits = valid_in_order & (ranks > last[:, None])
+        fits &= lengths_in_order <= (budget - count)[:, None]
+        found = tf.reduce_any(fits, axis=1)
+        first = tf.argmax(tf.cast(fits, tf.int32), axis=1, output_type=tf.int32)
+        picked = fits & (ranks == first[:, None]) & found[:, None]
+        count += tf.reduce_sum(tf.where(picked, lengths_in_order, 0), axis=1)
+        return count, tf.where(found, first, words), taken | picked
+
+    zeros = tf.zeros_like(budget)
+    _, _, taken = tf.while_loop(
+        lambda count, last, taken: tf.reduce_any(last < words),
+        take_next,
+        (zeros, zeros - 1, tf.zeros_like(valid_in_order)),
+        maximum_iterations=tf.reduce_max(budget),
     )
-    return tf.transpose(taken)
+    return taken
 
 
 def mask_batch(

@@ -18,12 +18,17 @@ from official_bert.data.pretraining.dataset import (
     pretraining_dataset,
     restore_masked_tokens,
 )
-from official_bert.data.pretraining.dynamic_masking import mask_batch, record_seeds
+from official_bert.data.pretraining.dynamic_masking import (
+    _take_words_within_budget,
+    mask_batch,
+    record_seeds,
+)
 from official_bert.data.pretraining.features import (
     WORD_STARTS,
     pretraining_feature_spec,
     unmasked_feature_spec,
 )
+from official_bert.data.record_files import RecordFileError
 from tests.conftest import REPO_ROOT
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
@@ -176,6 +181,35 @@ def test_jieba_words_are_masked_whole_as_the_static_writer_masks_them(tmp_path):
     assert dynamic["in_multi_piece_words"] > 0.5  # jieba's words: mostly several characters
 
 
+def test_words_are_taken_as_the_original_takes_them():
+    """The original's loop (create_masked_lm_predictions): each word in order, taken when it
+    fits what is left of the budget, else skipped; against the vectorized rounds."""
+    by_hand = _take_words_within_budget(
+        tf.constant([[3, 2, 4, 1], [4, 3, 1, 2], [2, 2, 2, 2]]),
+        tf.constant([[True] * 4, [True] * 4, [False, True, True, True]]),
+        tf.constant([5, 5, 3]),
+    )
+    np.testing.assert_array_equal(
+        by_hand.numpy(),
+        [[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 0]],  # 3+2; 4, skip 3, 1; invalid first word
+    )
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 5, size=(64, 40))
+    valid = rng.random((64, 40)) < 0.9
+    budget = rng.integers(1, 21, size=64)
+    expected = np.zeros_like(valid)
+    for row in range(64):
+        count = 0
+        for word in range(40):
+            if valid[row, word] and count + lengths[row, word] <= budget[row]:
+                expected[row, word] = True
+                count += lengths[row, word]
+    taken = _take_words_within_budget(
+        tf.constant(lengths, tf.int32), tf.constant(valid), tf.constant(budget, tf.int32)
+    )
+    np.testing.assert_array_equal(taken.numpy(), expected)
+
+
 def _dynamic_records(folder, vocab, **settings):
     return _write(folder, "dynamic", CORPUS, vocab, masking="dynamic", **settings)
 
@@ -272,7 +306,7 @@ def test_static_records_are_unchanged_and_dynamic_ones_hold_no_masks(minilm_dir,
     assert len(_raw_records(static, pretraining_feature_spec(128, 20))["input_ids"]) > 0
 
 
-def test_dynamic_settings_errors(minilm_dir, tmp_path):
+def test_bad_settings_and_mixed_files_are_clear_errors(minilm_dir, tmp_path):
     with pytest.raises(ValueError, match="max_ngram_size > 1 needs --masking=static"):
         _dynamic_records(tmp_path, minilm_dir / "vocab.txt", max_ngram_size=3)
     with pytest.raises(ValueError, match="masking must be one of"):
@@ -280,3 +314,6 @@ def test_dynamic_settings_errors(minilm_dir, tmp_path):
     path = _dynamic_records(tmp_path, minilm_dir / "vocab.txt", dupe_factor=1)
     with pytest.raises(ValueError, match="max_predictions_per_seq = 20, but"):
         pretraining_dataset(path, 8, 128, 10)
+    static = _write(tmp_path, "static", CORPUS, minilm_dir / "vocab.txt", dupe_factor=1)
+    with pytest.raises(RecordFileError, match="holds dynamic-masking records .* but .*static"):
+        pretraining_dataset(f"{path},{static}", 8, 128, 20)
