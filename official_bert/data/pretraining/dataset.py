@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from official_bert.data.pretraining.dynamic_masking import MaskingRecipe, mask_batch, record_seeds
+from official_bert.data.pretraining.dynamic_masking import MaskingRecipe, mask_batch, record_draws
 from official_bert.data.pretraining.features import (
     MASKING_IDS,
     MASKING_PROBS,
@@ -196,7 +196,11 @@ def pretraining_dataset(
     }
     masking_seed = 0 if seed is None else seed
 
-    def parse(records, sources, file_indices, epochs, record_indices):
+    # Dynamic records: each record's random draws as it is read (record_draws), not for the
+    # train step's inputs themselves.
+    masks_records = dynamic and not restore_original_tokens
+
+    def parse(records, sources, draws=None):
         parsed = tf.io.parse_example(records, spec)
         # int64 is not supported on TPU, and int32 is what the model takes.
         batch = {
@@ -213,7 +217,7 @@ def pretraining_dataset(
                 batch["input_word_ids"],
                 batch["input_mask"],
                 info["recipe"],
-                record_seeds(masking_seed, epochs, file_indices, record_indices),
+                draws,
                 None if word_starts is None else tf.cast(word_starts, tf.int32),
             )
             del masked["masked_lm_kinds"]
@@ -229,11 +233,21 @@ def pretraining_dataset(
         return batch
 
     def read_file(path, file_index, epoch):
-        # Each record with its file's name (for check_token_ids to name a file), and its file
-        # index, epoch and index in the file (the seed of its dynamic masks).
+        # Each record with its file's name (for check_token_ids to name a file) and, to be
+        # masked, its random draws, keyed by its epoch, file and index in the file.
         records = tf.data.TFRecordDataset(path, compression_type=info["compression_type"])
-        repeated = [tf.data.Dataset.from_tensors(v).repeat() for v in (path, file_index, epoch)]
-        return tf.data.Dataset.zip((records, *repeated, tf.data.Dataset.counter()))
+        paths = tf.data.Dataset.from_tensors(path).repeat()
+        if not masks_records:
+            return tf.data.Dataset.zip((records, paths))
+        seq_length, vocab = max_seq_length, info["recipe"].vocab_size
+        return tf.data.Dataset.zip((records, paths, tf.data.Dataset.counter())).map(
+            lambda record, source, index: (
+                record,
+                source,
+                record_draws(masking_seed, epoch, file_index, index, seq_length, vocab),
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
 
     dataset = tf.data.Dataset.from_tensor_slices((files, tf.range(len(files), dtype=tf.int64)))
     files_per_pass = len(files)

@@ -85,41 +85,35 @@ class MaskingRecipe:
         return cls(mask_id, cls_id, sep_id, vocab_size, max_predictions, bool(per_word), *probs)
 
 
-def record_seeds(seed: int, epochs, file_indices, record_indices) -> tf.Tensor:
-    """int64 [batch, 2] stateless seeds, one per record: (seed, epoch, file, record) folded in
-    turn. epochs, file_indices, record_indices: int64 [batch]."""
-    base = tf.constant([seed, 0], tf.int64)
+def record_draws(seed: int, epoch, file_index, record_index, seq_length: int, vocab_size: int):
+    """The random numbers that mask one record: (order keys float32 [seq_length], replacement
+    draws float32 [seq_length], random token ids int32 [seq_length] in [0, vocab_size)), from
+    stateless random ops keyed by (seed, epoch, file_index, record_index) folded in turn
+    (int64 scalars). Computed per record as it is read (tf.data's parallel map), then batched."""
+    key = tf.constant([seed, 0], tf.int64)
+    for value in (epoch, file_index, record_index):
+        key = tf.random.experimental.stateless_fold_in(key, tf.cast(value, tf.int64))
+    uniform = tf.random.stateless_uniform([2, seq_length], key)
+    random_ids = tf.random.stateless_uniform(
+        [seq_length],
+        tf.random.experimental.stateless_fold_in(key, 1),
+        minval=0,
+        maxval=vocab_size,
+        dtype=tf.int32,
+    )
+    return uniform[0], uniform[1], random_ids
 
-    def one(indices):
-        key = base
-        for value in tf.unstack(indices):
-            key = tf.random.experimental.stateless_fold_in(key, value)
-        return key
 
-    stacked = tf.stack([tf.cast(v, tf.int64) for v in (epochs, file_indices, record_indices)], 1)
-    return tf.map_fn(one, stacked, fn_output_signature=tf.TensorSpec([2], tf.int64))
-
-
-def _per_record_draws(seeds, seq_length: int, vocab_size: int):
-    """Uniform floats [batch, 2, seq_length] (word order keys, replacement draws) and random
-    token ids int32 [batch, seq_length], each row from its own seed."""
-
-    def one(seed):
-        uniform = tf.random.stateless_uniform([2, seq_length], seed)
-        ids = tf.random.stateless_uniform(
-            [seq_length],
-            tf.random.experimental.stateless_fold_in(seed, 1),
-            minval=0,
-            maxval=vocab_size,
-            dtype=tf.int32,
-        )
-        return uniform, ids
-
+def batch_draws(seed: int, epochs, file_indices, record_indices, seq_length, vocab_size):
+    """record_draws for a batch (epochs, file_indices, record_indices: int [batch]): each
+    [batch, seq_length]."""
+    indices = tf.stack([tf.cast(v, tf.int64) for v in (epochs, file_indices, record_indices)], 1)
     return tf.map_fn(
-        one,
-        seeds,
+        lambda row: record_draws(seed, row[0], row[1], row[2], seq_length, vocab_size),
+        indices,
         fn_output_signature=(
-            tf.TensorSpec([2, seq_length], tf.float32),
+            tf.TensorSpec([seq_length], tf.float32),
+            tf.TensorSpec([seq_length], tf.float32),
             tf.TensorSpec([seq_length], tf.int32),
         ),
     )
@@ -158,7 +152,7 @@ def _take_words_within_budget(lengths_in_order, valid_in_order, budget):
 
 
 def mask_batch(
-    input_word_ids, input_mask, recipe: MaskingRecipe, seeds, word_starts=None
+    input_word_ids, input_mask, recipe: MaskingRecipe, draws, word_starts=None
 ) -> dict[str, tf.Tensor]:
     """Masks a batch of unmasked instances as the static writer would (15% budget,
     80/10/10, whole words when word_starts is given, at most max_predictions_per_seq).
@@ -167,7 +161,8 @@ def mask_batch(
       input_word_ids: int32 [batch, seq_length], [CLS] A [SEP] (B [SEP]) then padding.
       input_mask: int32 [batch, seq_length], 1 at real tokens.
       recipe: MaskingRecipe.
-      seeds: int64 [batch, 2], record_seeds.
+      draws: each record's record_draws, batched (order keys, replacement draws float32,
+        random ids int32, each [batch, seq_length]).
       word_starts: int32 [batch, seq_length], 1 at the first piece of each word (whole-word
         masking), or None: every piece is a word.
 
@@ -187,8 +182,7 @@ def mask_batch(
     budget = tf.cast(tf.round(lengths * recipe.masked_lm_prob), tf.int32)
     budget = tf.clip_by_value(budget, 1, recipe.max_predictions_per_seq)
 
-    (uniform, random_ids) = _per_record_draws(seeds, seq_length, recipe.vocab_size)
-    order_keys, replacement_draws = uniform[:, 0], uniform[:, 1]
+    order_keys, replacement_draws, random_ids = draws
     positions = tf.range(seq_length)[None, :]
 
     if word_starts is None:

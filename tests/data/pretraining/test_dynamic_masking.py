@@ -20,8 +20,8 @@ from official_bert.data.pretraining.dataset import (
 )
 from official_bert.data.pretraining.dynamic_masking import (
     _take_words_within_budget,
+    batch_draws,
     mask_batch,
-    record_seeds,
 )
 from official_bert.data.pretraining.features import (
     WORD_STARTS,
@@ -223,8 +223,10 @@ def test_each_epoch_masks_anew_and_the_same_epoch_alike(minilm_dir, tmp_path):
     mask = tf.constant(raw["input_mask"], tf.int32)
 
     def masks(seed, epoch):
-        seeds = record_seeds(seed, tf.fill([count], epoch), tf.zeros([count]), tf.range(count))
-        return mask_batch(ids, mask, info["recipe"], seeds)["masked_lm_positions"].numpy()
+        draws = batch_draws(
+            seed, tf.fill([count], epoch), tf.zeros([count]), tf.range(count), 128, 30522
+        )
+        return mask_batch(ids, mask, info["recipe"], draws)["masked_lm_positions"].numpy()
 
     epoch0 = masks(7, 0)
     np.testing.assert_array_equal(epoch0, masks(7, 0))
