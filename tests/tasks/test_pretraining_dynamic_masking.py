@@ -5,7 +5,6 @@ the uninterrupted one. Records from the project's own sample corpus (no ../share
 import subprocess
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from official_bert.data.pretraining.data_writer import (
@@ -23,9 +22,7 @@ from tests.tasks.test_pretraining import (
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
 
 
-# ~90 s (three script runs); the quick check of the same property, a resumed pipeline's masks,
-# is tests/data/pretraining/test_dynamic_masking.py's, always run.
-@pytest.mark.slow
+# Three script runs of a tiny model: ~30 s on a quiet 2-core machine.
 def test_killed_run_resumes_with_the_masks_of_an_uninterrupted_run(minilm_dir, tmp_path):
     """Two runs on the same dynamic records, one killed after a checkpoint and restarted: the
     final weights (and optimizer state) are equal, exactly. The resumed run skips the batches
