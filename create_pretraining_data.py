@@ -81,6 +81,14 @@ flags.DEFINE_string(
     "run_chinese_ref.py writes them, one JSON list per non-blank --input_file line, in order.",
 )
 flags.DEFINE_enum(
+    "masking",
+    "static",
+    ["static", "dynamic"],
+    "static: the original (masks drawn here, a new set per --dupe_factor pass). dynamic: "
+    "records without masks (and with word starts for whole-word masking), masked afresh every "
+    "epoch by run_pretraining.py's input pipeline (docs/create_pretraining_data.md).",
+)
+flags.DEFINE_enum(
     "on_decode_error", "fail", ["fail", "skip"], "Invalid UTF-8: fail naming the line, or skip it."
 )
 flags.DEFINE_string(
@@ -138,6 +146,7 @@ def main(_):
         word_ref_files=tuple(
             p.strip() for p in (FLAGS.word_ref_file or "").split(",") if p.strip()
         ),
+        masking=FLAGS.masking,
     )
     if FLAGS.beam_pipeline_options:
         from official_bert.data.pretraining.beam_pipeline import (

@@ -215,6 +215,24 @@ def _checkpoint_values(prefix) -> dict:
     }
 
 
+def kill_after_checkpoint(command, output_dir, checkpoint: str, last: str) -> str:
+    """Starts `command`, SIGKILLs it once output_dir holds `checkpoint` (before `last`, the
+    run's final one); returns the latest checkpoint it left."""
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 240
+    while not (output_dir / f"{checkpoint}.index").exists() and time.time() < deadline:
+        assert process.poll() is None, f"the run ended before {checkpoint}"
+        time.sleep(0.02)
+    assert process.poll() is None, "the run finished before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    killed_at = tf.train.latest_checkpoint(str(output_dir))
+    assert killed_at is not None and not killed_at.endswith(last), killed_at
+    return killed_at
+
+
 def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_records, tmp_path):
     """SIGKILL mid-training (after a checkpoint), restart: the final checkpoint equals that of
     a run never interrupted, exactly. What makes it exact: --seed fixes initialization, dropout
@@ -249,18 +267,7 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
     run(tmp_path / "uninterrupted")
 
     killed_dir = tmp_path / "killed"
-    process = subprocess.Popen(
-        command(killed_dir), cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 240
-    while not (killed_dir / "ckpt-10.index").exists() and time.time() < deadline:
-        assert process.poll() is None, "the run ended before its second checkpoint"
-        time.sleep(0.02)
-    assert process.poll() is None, "the run finished before it could be killed"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
-    killed_at = tf.train.latest_checkpoint(str(killed_dir))
-    assert killed_at is not None and not killed_at.endswith("ckpt-60"), killed_at
+    killed_at = kill_after_checkpoint(command(killed_dir), killed_dir, "ckpt-10", "ckpt-60")
 
     log = run(killed_dir)
     resumed_step = int(killed_at.rsplit("-", 1)[1])

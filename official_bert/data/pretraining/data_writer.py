@@ -34,7 +34,15 @@ from official_bert.data.completed_outputs import (
     write_summary,
 )
 from official_bert.data.example_encoding import ExampleEncoder
-from official_bert.data.pretraining.features import ORIGINAL_FEATURE_NAMES, feature_names
+from official_bert.data.pretraining.dynamic_masking import MaskingRecipe, word_starts_of
+from official_bert.data.pretraining.features import (
+    MASKING_IDS,
+    MASKING_PROBS,
+    ORIGINAL_FEATURE_NAMES,
+    UNMASKED_FEATURE_NAMES,
+    WORD_STARTS,
+    feature_names,
+)
 from official_bert.data.pretraining.instances import (
     Instance,
     TokenizedDocument,
@@ -56,6 +64,7 @@ from official_bert.side_file_names import summary_path, temporary_glob, temporar
 from official_bert.tokenization import load_vocab
 
 _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
+MASKING_MODES = ("static", "dynamic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +74,9 @@ class PretrainingDataSettings:
     word_segmenter: "none" (the original's "##" words), "jieba" or "ref_file" (word_ref_files,
     one JSON list per non-blank corpus line as run_chinese_ref.py writes): whole-word masking by
     words of CJK text too (word_segmentation); a segmenter implies do_whole_word_mask.
+    masking: "static" (the original: masks drawn here, dupe_factor times) or "dynamic" (records
+    without masks, the masking recipe and, for whole-word masking, the word starts; the input
+    pipeline of run_pretraining.py masks them afresh every epoch: dynamic_masking).
     """
 
     vocab_file: str
@@ -87,6 +99,7 @@ class PretrainingDataSettings:
     chunk_bytes: int = 512 * 1024
     word_segmenter: str = "none"
     word_ref_files: tuple[str, ...] = ()
+    masking: str = "static"
 
     @property
     def masks_whole_words(self) -> bool:
@@ -117,6 +130,13 @@ class PretrainingDataSettings:
         if self.max_ngram_size < 1:
             raise ValueError(f"max_ngram_size must be at least 1, got {self.max_ngram_size}")
         check_replacement_shares(self.mask_token_prob, self.random_token_prob, self.keep_token_prob)
+        if self.masking not in MASKING_MODES:
+            raise ValueError(f"masking must be one of {MASKING_MODES}, got {self.masking!r}")
+        if self.masking == "dynamic" and self.max_ngram_size > 1:
+            raise ValueError(
+                "--max_ngram_size > 1 needs --masking=static: the input pipeline masks whole "
+                "words, not n-grams"
+            )
 
 
 # === Worker side ===
@@ -150,9 +170,26 @@ class ChunkProcessor:
         names = feature_names(settings.use_v2_feature_names)
         # Original feature name -> the name written (v2 spelling or not).
         self.names = dict(zip(ORIGINAL_FEATURE_NAMES, names, strict=True))
-        self.encoder = ExampleEncoder(
-            [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
-        )
+        if settings.masking == "dynamic":
+            self.recipe = MaskingRecipe(
+                mask_id=vocab["[MASK]"],
+                cls_id=self.cls_id,
+                sep_id=self.sep_id,
+                vocab_size=self.tokenizer.vocab_size,
+                max_predictions_per_seq=settings.max_predictions_per_seq,
+                decide_per_word=settings.decide_per_word and settings.masks_whole_words,
+                masked_lm_prob=settings.masked_lm_prob,
+                mask_token_prob=settings.mask_token_prob,
+                random_token_prob=settings.random_token_prob,
+            )
+            unmasked = [self.names[n] for n in UNMASKED_FEATURE_NAMES]
+            if settings.masks_whole_words:
+                unmasked.append(WORD_STARTS)
+            self.encoder = ExampleEncoder([*unmasked, MASKING_IDS], [MASKING_PROBS])
+        else:
+            self.encoder = ExampleEncoder(
+                [n for n in names if n != "masked_lm_weights"], ["masked_lm_weights"]
+            )
         self.is_continuation = is_continuation
         self.segmenter = JiebaWordSegmenter() if settings.word_segmenter == "jieba" else None
 
@@ -248,6 +285,8 @@ class ChunkProcessor:
         packed = pack_instances(
             instances, documents, settings.max_seq_length, self.cls_id, self.sep_id
         )
+        if settings.masking == "dynamic":
+            return self._encode_unmasked(packed, stats)
         masked = sample_masked_lm(
             packed.input_ids, packed.lengths, self.masking, np_rng, packed.continues_word
         )
@@ -282,6 +321,37 @@ class ChunkProcessor:
             ),
         )
         return records, dict(stats)
+
+    def _encode_unmasked(self, packed, stats: collections.Counter) -> tuple[list[bytes], dict]:
+        """Dynamic-masking records of packed instances: no masks, the recipe in every record
+        (features.unmasked_feature_spec)."""
+        settings, names = self.settings, self.names
+        count, length = packed.input_ids.shape
+        arrays = {
+            names["input_ids"]: packed.input_ids,
+            names["input_mask"]: (np.arange(length)[None, :] < packed.lengths[:, None]),
+            names["segment_ids"]: packed.segment_ids,
+            names["next_sentence_labels"]: packed.next_sentence_labels[:, None],
+        }
+        if settings.masks_whole_words:
+            arrays[WORD_STARTS] = word_starts_of(
+                packed.input_ids,
+                packed.lengths,
+                (self.cls_id, self.sep_id),
+                self.is_continuation,
+                packed.continues_word,
+            )
+        for name, values in self.recipe.feature_values().items():
+            arrays[name] = np.broadcast_to(np.asarray(values), (count, len(values)))
+        arrays[names["input_mask"]] = arrays[names["input_mask"]].astype(np.int32)
+        stats.update(
+            tokens=int(packed.lengths.sum()),
+            eligible_tokens=int(packed.lengths.sum())
+            - count * (3 if settings.next_sentence else 2),
+            random_next=int(packed.next_sentence_labels.sum()),
+            short_target=int(packed.is_short.sum()),
+        )
+        return self.encoder.encode(arrays), dict(stats)
 
 
 _WORKER: ChunkProcessor | None = None
@@ -375,14 +445,21 @@ def default_num_workers(total_bytes: int, dupe_factor: int) -> int:
 
 def statistics_fractions(totals: dict, instances: int) -> dict[str, float]:
     """The summary's shares (fraction_*) from the statistics summed over all work units (the
-    dicts `ChunkProcessor.encode` returns) and the number of instances written."""
+    dicts `ChunkProcessor.encode` returns) and the number of instances written. Dynamic-masking
+    records have no predictions yet: their summary has no prediction shares."""
     predictions = max(totals["predictions"], 1)
+    shares = {}
+    if "predictions" in totals:
+        shares = {
+            "fraction_predicted_of_eligible": totals["predictions"]
+            / max(totals["eligible_tokens"], 1),
+            "fraction_predictions_mask": totals["predictions_mask"] / predictions,
+            "fraction_predictions_random": totals["predictions_random"] / predictions,
+            "fraction_predictions_unchanged": totals["predictions_unchanged"] / predictions,
+            "fraction_at_prediction_cap": totals["at_prediction_cap"] / max(instances, 1),
+        }
     return {
-        "fraction_predicted_of_eligible": totals["predictions"] / max(totals["eligible_tokens"], 1),
-        "fraction_predictions_mask": totals["predictions_mask"] / predictions,
-        "fraction_predictions_random": totals["predictions_random"] / predictions,
-        "fraction_predictions_unchanged": totals["predictions_unchanged"] / predictions,
-        "fraction_at_prediction_cap": totals["at_prediction_cap"] / max(instances, 1),
+        **shares,
         "fraction_random_next": totals["random_next"] / max(instances, 1),
         "fraction_instances_short_target": totals["short_target"] / max(instances, 1),
         # short_seq_prob is drawn once per document and pass, as in the original.
@@ -541,13 +618,17 @@ def write_pretraining_examples(
     write_summary(_summary_path(output_files), summary)
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
-        "%.1f%% of eligible tokens predicted, %.1f%% random next, %.1f%% short document passes",
+        "%s of eligible tokens predicted, %.1f%% random next, %.1f%% short document passes",
         written,
         len(output_files),
         elapsed,
         written / elapsed,
         total_bytes / 1e6 / elapsed,
-        100 * summary["fraction_predicted_of_eligible"],
+        (
+            f"{100 * summary['fraction_predicted_of_eligible']:.1f}%"
+            if "fraction_predicted_of_eligible" in summary
+            else "none yet (dynamic masking)"
+        ),
         100 * summary["fraction_random_next"],
         100 * summary["fraction_document_passes_short"],
     )

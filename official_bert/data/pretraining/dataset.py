@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from official_bert.data.pretraining.dynamic_masking import MaskingRecipe, mask_batch, record_draws
 from official_bert.data.pretraining.features import (
+    MASKING_IDS,
+    MASKING_PROBS,
     ORIGINAL_FEATURE_NAMES,
+    UNMASKED_FEATURE_NAMES,
     V2_RENAMES,
+    WORD_STARTS,
     pretraining_feature_spec,
+    unmasked_feature_spec,
 )
 from official_bert.data.record_batches import check_token_ids
 from official_bert.data.record_files import (
@@ -31,13 +37,32 @@ _MODEL_NAMES = {
 
 
 def inspect_pretraining_file(path: str) -> dict:
-    """Feature naming, lengths and compression of a pre-training TFRecord file, read from its
-    first record: {"use_v2_feature_names", "max_seq_length", "max_predictions_per_seq",
-    "compression_type"}."""
+    """Feature naming, lengths, compression and masking of a pre-training TFRecord file, read
+    from its first record: {"use_v2_feature_names", "max_seq_length", "max_predictions_per_seq",
+    "compression_type", "masking"} ("static" or "dynamic"), and for dynamic records "recipe"
+    (a MaskingRecipe) and "word_starts" (whether they carry them: whole-word masking)."""
     example = tf.train.Example.FromString(first_record(path))
     features = example.features.feature
     v2 = V2_RENAMES["input_ids"] in features
     ids_name = V2_RENAMES["input_ids"] if v2 else "input_ids"
+    if MASKING_IDS in features:  # create_pretraining_data.py --masking=dynamic
+        expected = [V2_RENAMES.get(n, n) if v2 else n for n in UNMASKED_FEATURE_NAMES]
+        missing = [name for name in [*expected, MASKING_PROBS] if name not in features]
+        if missing:
+            raise ValueError(
+                f"{path}: not a dynamic-masking pre-training file: features {missing} are "
+                f"missing (found {sorted(features)})"
+            )
+        recipe = MaskingRecipe.from_example(example, path)
+        return {
+            "use_v2_feature_names": v2,
+            "max_seq_length": len(features[ids_name].int64_list.value),
+            "max_predictions_per_seq": recipe.max_predictions_per_seq,
+            "compression_type": compression_of(path),
+            "masking": "dynamic",
+            "recipe": recipe,
+            "word_starts": WORD_STARTS in features,
+        }
     expected = [V2_RENAMES.get(n, n) if v2 else n for n in ORIGINAL_FEATURE_NAMES]
     missing = [name for name in expected if name not in features]
     if missing:
@@ -50,7 +75,17 @@ def inspect_pretraining_file(path: str) -> dict:
         "max_seq_length": len(features[ids_name].int64_list.value),
         "max_predictions_per_seq": len(features["masked_lm_positions"].int64_list.value),
         "compression_type": compression_of(path),
+        "masking": "static",
     }
+
+
+def _masking_kind(info: dict) -> str:
+    """How the records of an inspected file are masked, in words (files read together must
+    agree)."""
+    if info["masking"] == "static":
+        return "statically masked records"
+    words = "with word starts" if info["word_starts"] else "without word starts"
+    return f"dynamic-masking records {words} ({info['recipe']})"
 
 
 def restore_masked_tokens(batch: dict) -> dict:
@@ -96,7 +131,13 @@ def pretraining_dataset(
     """Batches of pre-training examples, as the original input_fn_builder reads them.
 
     Training: files shuffled and read in parallel (cycle length up to 4 per host, as the
-    original), repeated, records shuffled; evaluation: files in order, once. Features come out
+    original), repeated, records shuffled; evaluation: files in order, once.
+
+    Records without masks (create_pretraining_data.py --masking=dynamic, detected) are masked
+    here, per batch, with the recipe they carry (dynamic_masking.mask_batch): each record's
+    masks come from a stateless seed of (seed, epoch, file, record index), so every pass over
+    the files (epoch) masks anew, and a resumed run (which replays the same seeded order) masks
+    as the uninterrupted one did; seed None masks as seed 0. Features come out
     int32 (masked_lm_weights float32) under the model's names: input_word_ids, input_mask,
     input_type_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights,
     next_sentence_labels ([batch, 1]). Original and v2 feature names and GZIP files are detected.
@@ -123,6 +164,14 @@ def pretraining_dataset(
             f"{files[0]} is {info['compression_type'] or 'uncompressed'} but {mixed[0]} is not: "
             "all files of --input_file must be written with the same --gzip_compress"
         )
+    kind = _masking_kind(info)
+    for path in files[1:]:
+        other = inspect_pretraining_file(path)
+        if _masking_kind(other) != kind:
+            raise RecordFileError(
+                f"{files[0]} holds {kind} but {path} holds {_masking_kind(other)}: all files of "
+                "--input_file must be written with the same --masking (and masking flags)"
+            )
     for name, flag in (
         ("max_seq_length", max_seq_length),
         ("max_predictions_per_seq", max_predictions_per_seq),
@@ -132,35 +181,88 @@ def pretraining_dataset(
                 f"{files[0]} holds examples with {name} = {info[name]}, but --{name}={flag}; "
                 f"pass --{name}={info[name]} or regenerate the data with --{name}={flag}"
             )
-    spec = pretraining_feature_spec(
-        max_seq_length, max_predictions_per_seq, info["use_v2_feature_names"]
-    )
+    dynamic = info["masking"] == "dynamic"
+    if dynamic:
+        spec = unmasked_feature_spec(
+            max_seq_length, info["use_v2_feature_names"], info["word_starts"]
+        )
+    else:
+        spec = pretraining_feature_spec(
+            max_seq_length, max_predictions_per_seq, info["use_v2_feature_names"]
+        )
     renames = {
         (V2_RENAMES.get(name, name) if info["use_v2_feature_names"] else name): model_name
         for name, model_name in _MODEL_NAMES.items()
     }
+    masking_seed = 0 if seed is None else seed
 
-    def parse(records, sources):
+    # Dynamic records: each record's random draws as it is read (record_draws), not for the
+    # train step's inputs themselves.
+    masks_records = dynamic and not restore_original_tokens
+
+    def parse(records, sources, draws=None):
         parsed = tf.io.parse_example(records, spec)
         # int64 is not supported on TPU, and int32 is what the model takes.
         batch = {
             renames[name]: tf.cast(value, tf.int32) if value.dtype == tf.int64 else value
             for name, value in parsed.items()
+            if name in renames
         }
+        checked = ("input_word_ids", "masked_lm_ids")
+        if dynamic and restore_original_tokens:
+            checked = ("input_word_ids",)  # the text itself: nothing to mask or restore
+        elif dynamic:
+            word_starts = parsed.get(WORD_STARTS)
+            masked = mask_batch(
+                batch["input_word_ids"],
+                batch["input_mask"],
+                info["recipe"],
+                draws,
+                None if word_starts is None else tf.cast(word_starts, tf.int32),
+            )
+            del masked["masked_lm_kinds"]
+            batch.update(masked)
         if vocab_size is not None:
-            batch = check_token_ids(batch, vocab_size, sources, ("input_word_ids", "masked_lm_ids"))
-        return restore_masked_tokens(batch) if restore_original_tokens else batch
+            batch = check_token_ids(batch, vocab_size, sources, checked)
+        if restore_original_tokens:
+            return (
+                {name: batch[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+                if dynamic
+                else restore_masked_tokens(batch)
+            )
+        return batch
 
-    def read_file(path):
-        # Each record with its file's name, for check_token_ids to name a file.
+    def read_file(path, file_index, epoch):
+        # Each record with its file's name (for check_token_ids to name a file) and, to be
+        # masked, its random draws, keyed by its epoch, file and index in the file.
         records = tf.data.TFRecordDataset(path, compression_type=info["compression_type"])
-        return tf.data.Dataset.zip((records, tf.data.Dataset.from_tensors(path).repeat()))
+        paths = tf.data.Dataset.from_tensors(path).repeat()
+        if not masks_records:
+            return tf.data.Dataset.zip((records, paths))
+        seq_length, vocab = max_seq_length, info["recipe"].vocab_size
+        return tf.data.Dataset.zip((records, paths, tf.data.Dataset.counter())).map(
+            lambda record, source, index: (
+                record,
+                source,
+                record_draws(masking_seed, epoch, file_index, index, seq_length, vocab),
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+        )
 
-    dataset = tf.data.Dataset.from_tensor_slices(files)
+    dataset = tf.data.Dataset.from_tensor_slices((files, tf.range(len(files), dtype=tf.int64)))
+    files_per_pass = len(files)
     if input_context is not None:
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        files_per_pass = len(
+            range(input_context.input_pipeline_id, len(files), input_context.num_input_pipelines)
+        )
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed).repeat()
+    # The k-th file read belongs to pass (epoch) k // files_per_pass.
+    dataset = dataset.enumerate().map(
+        lambda k, item: (item[0], item[1], k // max(files_per_pass, 1))
+    )
+    if is_training:
         dataset = dataset.interleave(
             read_file,
             cycle_length=min(4, len(files)),

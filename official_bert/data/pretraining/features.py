@@ -42,3 +42,33 @@ def pretraining_feature_spec(
     return {
         names[name]: tf.io.FixedLenFeature(shape, dtype) for name, (shape, dtype) in shapes.items()
     }
+
+
+# === Dynamic-masking records (create_pretraining_data.py --masking=dynamic) ===
+# The instance unmasked (input_ids, input_mask, segment_ids, next_sentence_labels, as above),
+# and what the input pipeline masks it with, so that run_pretraining.py needs no vocab file.
+WORD_STARTS = "word_starts"  # int64 [max_seq_length]: 1 at the first piece of every word
+# int64 [6]: [MASK], [CLS] and [SEP] ids, vocab size, max_predictions_per_seq, decide_per_word.
+MASKING_IDS = "masking_ids"
+# float [3]: masked_lm_prob, mask_token_prob, random_token_prob (the rest stay unchanged).
+MASKING_PROBS = "masking_probs"
+UNMASKED_FEATURE_NAMES = ("input_ids", "input_mask", "segment_ids", "next_sentence_labels")
+
+
+def unmasked_feature_spec(
+    max_seq_length: int, use_v2_feature_names: bool = False, word_starts: bool = False
+) -> dict[str, tf.io.FixedLenFeature]:
+    """The parse spec of dynamic-masking records: the unmasked instance, the masking recipe and,
+    for whole-word masking, the word starts."""
+    spec = {
+        name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+        for name in ("input_ids", "input_mask", "segment_ids")
+    }
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    if use_v2_feature_names:
+        spec = {V2_RENAMES.get(name, name): value for name, value in spec.items()}
+    spec[MASKING_IDS] = tf.io.FixedLenFeature([6], tf.int64)
+    spec[MASKING_PROBS] = tf.io.FixedLenFeature([3], tf.float32)
+    if word_starts:
+        spec[WORD_STARTS] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
+    return spec

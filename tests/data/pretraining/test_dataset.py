@@ -74,6 +74,7 @@ def test_detects_v2_names_and_gzip(files):
         "max_seq_length": 64,
         "max_predictions_per_seq": 10,
         "compression_type": "GZIP",
+        "masking": "static",
     }
     batch = next(iter(pretraining_dataset(str(v2), 2, 64, 10, is_training=False)))
     assert batch["input_type_ids"].shape == (2, 64)
