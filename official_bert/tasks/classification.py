@@ -77,7 +77,9 @@ class ClassifierOptions(FinetuningOptions):
     )
     export_dir: str | None = option(
         None,
-        help="Raw-text serving SavedModel (default output_dir/serving_model; '' skips).",
+        help="Raw-text serving SavedModel, written after training (default "
+        "output_dir/serving_model; '' skips). Named without --do_train: the model of "
+        "output_dir's checkpoint (or --init_checkpoint) is exported.",
     )
     doc_stride: int | None = option(
         None,

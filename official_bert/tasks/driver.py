@@ -68,6 +68,9 @@ def _run(task: Task) -> dict:
         results["history"] = runner.train(task.train_dataset, task.train_batch_size)
         results["train_seconds"] = time.time() - start
         results.update(task.after_training(runner))
+    # Without training, only an export folder the options name explicitly is written: the
+    # model restored from output_dir's checkpoint, or from --init_checkpoint.
+    if task.do_train or task.export_requested:
         export_dir = task.export(runner)
         if export_dir:
             results["export_dir"] = export_dir

@@ -106,11 +106,20 @@ class FinetuningOptions(TrainingOptions):
         self.bert_config = read_bert_config(self.bert_config_file)
 
 
+def _names_export(options) -> bool:
+    """Whether the options (of a task with a serving export) name its folder."""
+    return bool(getattr(options, "export_dir", None))
+
+
 def validate_finetuning_options(options: FinetuningOptions) -> None:
     """The original run_classifier.py checks of what to do and of the model settings, each
     naming its flag."""
-    if not (options.do_train or options.do_eval or options.do_predict):
-        raise ValueError("At least one of `do_train`, `do_eval` or `do_predict' must be True.")
+    # An export alone (export_dir named, nothing else asked) serves a model fine-tuned earlier.
+    if not (options.do_train or options.do_eval or options.do_predict or _names_export(options)):
+        raise ValueError(
+            "At least one of `do_train`, `do_eval` or `do_predict' must be True (or name "
+            "`export_dir` to export a model fine-tuned earlier)."
+        )
     check_sequence_length(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)

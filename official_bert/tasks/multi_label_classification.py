@@ -200,11 +200,27 @@ class MultiLabelClassificationTask(ClassificationTask):
             runner.model,
             self.packer,
             self.labels,
-            self.thresholds,
+            self._usable_thresholds(runner),
             self.label_separator,
             self.processor.takes_pairs,
             export_dir,
         )
+
+    def _usable_thresholds(self, runner: Runner) -> np.ndarray:
+        """The tuned thresholds; without any (no training in this run and no thresholds file):
+        tuned now when dev records were made (--do_eval), else DEFAULT_THRESHOLD for every
+        label, with a warning."""
+        if self.thresholds is None and self.records["dev"] is not None:
+            self._tune_thresholds(runner)
+        if self.thresholds is not None:
+            return self.thresholds
+        logging.warning(
+            "No label thresholds in %s (train, or evaluate on dev, first): using %s for every "
+            "label",
+            self.thresholds_path,
+            DEFAULT_THRESHOLD,
+        )
+        return np.full(len(self.labels), DEFAULT_THRESHOLD)
 
     def evaluate(self, runner: Runner) -> dict:
         if self.thresholds is None:  # evaluating a model trained before: tune them now
@@ -229,16 +245,7 @@ class MultiLabelClassificationTask(ClassificationTask):
         write_multi_label_test_results(
             os.path.join(options.output_dir, "test_results.tsv"), self.labels, probabilities
         )
-        thresholds = self.thresholds
-        if thresholds is None:
-            logging.warning(
-                "No label thresholds in %s (train, or evaluate on dev, first): predicting the "
-                "label sets with %s for every label",
-                self.thresholds_path,
-                DEFAULT_THRESHOLD,
-            )
-            thresholds = np.full(len(self.labels), DEFAULT_THRESHOLD)
-        chosen = predict_label_sets(probabilities, thresholds)
+        chosen = predict_label_sets(probabilities, self._usable_thresholds(runner))
         label_sets = [
             tuple(label for label, on in zip(self.labels, row, strict=True) if on) for row in chosen
         ]

@@ -82,7 +82,8 @@ class SquadOptions(FinetuningOptions):
     )
     export_dir: str | None = option(
         None,
-        help="After training, write here a serving SavedModel that answers raw (question, "
+        help="After training (without --do_train: from output_dir's checkpoint or "
+        "--init_checkpoint), write here a serving SavedModel that answers raw (question, "
         "context) strings (windows, max-context rule and v2.0 threshold as the predictions; "
         "with --tune_null_threshold, written after predicting, with the tuned threshold).",
     )
@@ -101,8 +102,11 @@ def validate_squad_options(options: SquadOptions) -> None:
         if not options.predict_file:
             raise ValueError("If `eval_only` is True, then `predict_file` must be specified.")
         return
-    if not (options.do_train or options.do_predict):
-        raise ValueError("At least one of `do_train` or `do_predict` must be True.")
+    if not (options.do_train or options.do_predict or options.export_dir):
+        raise ValueError(
+            "At least one of `do_train` or `do_predict` must be True (or name `export_dir` to "
+            "export a model fine-tuned earlier)."
+        )
     if options.do_train and not options.train_file:
         raise ValueError("If `do_train` is True, then `train_file` must be specified.")
     if options.do_predict and not options.predict_file:

@@ -115,6 +115,12 @@ class Task:
         {"predictions": ...} (and {"eval": ...} where predicting also scores)."""
         raise NotImplementedError(f"{type(self).__name__} has no prediction")
 
+    @property
+    def export_requested(self) -> bool:
+        """Whether the options name a serving export folder (`export_dir`): a run that does not
+        train exports then too (a model fine-tuned earlier, or --init_checkpoint's)."""
+        return bool(getattr(self.options, "export_dir", None))
+
     def export(self, runner: Runner) -> str | None:
         """Writes the task's serving SavedModel after training; its path, or None where the task
         has none (or the options say not to)."""

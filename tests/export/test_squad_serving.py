@@ -89,13 +89,14 @@ def _run(minilm_dir, tmp_path, **overrides):
         max_answer_length=6,
         seed=3,
     )
+    serving_dir = overrides.pop("serving_dir", tmp_path / "serving")
     values.update(overrides)
     results = run_squad(SquadOptions(**values))
     served = serve_in_fresh_process(
-        tmp_path / "serving",
+        serving_dir,
         {"question": [q for q, _ in _QUESTIONS], "context": [c for _, c in _QUESTIONS]},
     )
-    return results["predictions"], served, results
+    return results.get("predictions"), served, results
 
 
 def _assert_spans_locate_answers(served):
@@ -166,6 +167,23 @@ def test_v1_cased_answers_equal_the_predict_path(minilm_dir, tmp_path):
     assert served["answer"] == [predictions.predictions[qid] for qid in ids]
     assert "null_score" not in served and "has_answer" not in served
     _assert_spans_locate_answers(served)
+
+
+def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, tmp_path):
+    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
+    # Only --export_dir: the checkpoint in output_dir is restored and served.
+    _, again, results = _run(
+        minilm_dir,
+        tmp_path,
+        do_lower_case=False,
+        do_train=False,
+        do_predict=False,
+        export_dir=str(tmp_path / "serving_later"),
+        serving_dir=tmp_path / "serving_later",
+    )
+    assert results["history"] == [] and results["export_dir"] == str(tmp_path / "serving_later")
+    assert again["answer"] == served["answer"]
+    np.testing.assert_allclose(again["score"], served["score"], atol=1e-5)
 
 
 # === The module alone, over logits made from the inputs (no training), on hard text ===

@@ -1,0 +1,70 @@
+"""`--export_dir` without `--do_train`: the driver exports the model restored from output_dir's
+checkpoint (a model fine-tuned earlier) or from --init_checkpoint, and the served answers equal
+those of the export written right after training."""
+
+import numpy as np
+import pytest
+
+from official_bert.checkpoints.loading import read_bert_config
+from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.registry import run_classifier
+from tests.export.fresh_process import serve_in_fresh_process
+from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
+
+TEXTS = ["a good and fine day", "bad awful things", "fine"]
+
+
+@pytest.fixture(scope="module")
+def tiny_task(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("export_without_training")
+    bert_dir = write_tiny_checkpoint(directory / "bert")
+    data_dir = directory / "data"
+    data_dir.mkdir()
+    write_tiny_task(data_dir, counts=(32, 16, 8))
+    return bert_dir, data_dir
+
+
+def _options(tiny_task, output_dir, **overrides):
+    bert_dir, data_dir = tiny_task
+    values = dict(
+        bert_config=read_bert_config(str(bert_dir / "bert_config.json")),
+        task_name="generic",
+        processor_kwargs=dict(labels=["neg", "pos"]),
+        data_dir=str(data_dir),
+        vocab_file=str(bert_dir / "vocab.txt"),
+        output_dir=str(output_dir),
+        init_checkpoint=str(bert_dir / "bert_model.ckpt"),
+        max_seq_length=16,
+        train_batch_size=8,
+        learning_rate=1e-3,
+        num_train_epochs=1.0,
+        seed=1,
+    )
+    values.update(overrides)
+    return ClassifierOptions(**values)
+
+
+def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_path):
+    output_dir = tmp_path / "out"
+    trained = run_classifier(
+        _options(tiny_task, output_dir, do_train=True, export_dir=str(tmp_path / "after"))
+    )
+    assert trained["export_dir"] == str(tmp_path / "after")
+    # Nothing but the export asked: the checkpoint in output_dir is restored and served.
+    later = run_classifier(_options(tiny_task, output_dir, export_dir=str(tmp_path / "later")))
+    assert later["export_dir"] == str(tmp_path / "later") and later["history"] == []
+    after = serve_in_fresh_process(tmp_path / "after", {"text_a": TEXTS})
+    again = serve_in_fresh_process(tmp_path / "later", {"text_a": TEXTS})
+    np.testing.assert_allclose(again["probabilities"], after["probabilities"], atol=1e-6)
+    # The test can fail: the fine-tuned model is not the one it started from.
+    initial = run_classifier(
+        _options(tiny_task, tmp_path / "fresh", export_dir=str(tmp_path / "initial"))
+    )
+    assert initial["export_dir"] == str(tmp_path / "initial")
+    untrained = serve_in_fresh_process(tmp_path / "initial", {"text_a": TEXTS})
+    assert np.abs(np.array(untrained["probabilities"]) - after["probabilities"]).max() > 1e-3
+
+
+def test_nothing_asked_is_still_an_error(tiny_task, tmp_path):
+    with pytest.raises(ValueError, match="or name `export_dir`"):
+        run_classifier(_options(tiny_task, tmp_path / "out"))
