@@ -18,7 +18,9 @@ still shows.
 
 TensorFlow's own C++ INFO and WARNING lines (tf.data buffer sizes, XLA's service) are off too:
 TF_CPP_MIN_LOG_LEVEL=2 while TensorFlow loads, which is when it reads the level once for the
-process. The variable is removed again afterwards, so that a script started by this one (the
+process. TensorFlow's Python modules' INFO records (logged through absl's logger, which the
+scripts share: "Sharding callback duration" at every checkpoint save) are dropped by a filter
+on that logger (TensorFlowInfoFilter). The variable is removed again afterwards, so that a script started by this one (the
 demo's stages) decides for itself, as here. The scripts' own progress lines (absl logging, with
 rate and ETA) are Python's and stay.
 
@@ -30,6 +32,7 @@ A module at the top level, not in official_bert: importing the library imports T
 the library changes neither the process's output nor its environment.
 """
 
+import logging
 import os
 import re
 import sys
@@ -110,5 +113,33 @@ def import_tensorflow_quietly() -> None:
                 sys.stderr.flush()
 
 
+class TensorFlowInfoFilter(logging.Filter):
+    """Drops the INFO (and DEBUG) records that TensorFlow's own Python modules log through
+    absl's logger, e.g. "Sharding callback duration" at every checkpoint save: they repeat
+    between a script's progress lines without telling a user anything. The scripts' own lines,
+    and TensorFlow's warnings and errors, pass. A filter on the logger, not a level: TensorFlow
+    and the scripts log through the same logger (absl's)."""
+
+    def __init__(self, tensorflow_dir: str):
+        super().__init__()
+        self.tensorflow_dir = os.path.join(tensorflow_dir, "")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not record.pathname.startswith(
+            self.tensorflow_dir
+        )
+
+
+def quiet_tensorflow_info_records() -> None:
+    """Installs TensorFlowInfoFilter on absl's logger (once)."""
+    import tensorflow as tf
+    from absl import logging as absl_logging
+
+    absl_logger = absl_logging.get_absl_logger()
+    if not any(isinstance(f, TensorFlowInfoFilter) for f in absl_logger.filters):
+        absl_logger.addFilter(TensorFlowInfoFilter(os.path.dirname(tf.__file__)))
+
+
 if not asked_for_start_up_lines(sys.argv[1:], os.environ):
     import_tensorflow_quietly()
+    quiet_tensorflow_info_records()

@@ -161,6 +161,64 @@ def run_demo_pretraining(
     )
 
 
+def run_pretraining_stages(
+    stages: DemoStages,
+    scripts_dir: str,
+    settings: DemoSettings,
+    corpus: str,
+    vocab_file: str,
+    paths: dict[str, str],
+    data_title: str,
+    **data_flags,
+) -> tuple[dict, dict[str, str], str]:
+    """The demos' two pre-training stages: create_pretraining_data.py on `corpus` (the demo's
+    sizes, plus `data_flags`, e.g. word_segmenter="jieba") into paths["pretraining_data"], then
+    run_pretraining.py from scratch into paths["pretraining"].
+
+    Returns:
+      (the data writer's summary, the pre-training eval_results.txt values, the path of the
+      written bert_model.ckpt).
+    """
+    started = stages.start(data_title)
+    run_script(
+        scripts_dir,
+        "create_pretraining_data.py",
+        input_file=corpus,
+        output_file=paths["pretraining_data"],
+        vocab_file=vocab_file,
+        do_lower_case=True,
+        max_seq_length=settings.max_seq_length,
+        max_predictions_per_seq=20,
+        masked_lm_prob=0.15,
+        random_seed=12345,
+        dupe_factor=settings.dupe_factor,
+        **data_flags,
+    )
+    with open(summary_path(paths["pretraining_data"]), encoding="utf-8") as f:
+        data_summary = json.load(f)
+    stages.done(
+        "create_pretraining_data",
+        started,
+        f"{paths['pretraining_data']} ({data_summary.get('instances', '?')} instances)",
+    )
+
+    started = stages.start("run_pretraining.py: pre-train the tiny model from scratch")
+    run_demo_pretraining(
+        scripts_dir, settings, paths["pretraining_data"], paths["pretraining"], paths["bert_config"]
+    )
+    pretraining_eval = read_key_values(os.path.join(paths["pretraining"], "eval_results.txt"))
+    checkpoint = os.path.join(paths["pretraining"], "bert_model.ckpt")
+    stages.done(
+        "run_pretraining",
+        started,
+        f"{checkpoint} (masked_lm_accuracy "
+        f"{float(pretraining_eval['masked_lm_accuracy']):.3f}, next_sentence_accuracy "
+        f"{float(pretraining_eval['next_sentence_accuracy']):.3f}; TensorBoard: "
+        f"{paths['pretraining']}/train)",
+    )
+    return data_summary, pretraining_eval, checkpoint
+
+
 def predict_sentences(
     serving_model: str, sentences: tuple[str, ...], label_names: dict[str, str]
 ) -> list[dict]:
@@ -231,41 +289,14 @@ def run_demo(
         f"(L{settings.num_layers} H{settings.hidden_size} A{heads})",
     )
 
-    started = stages.start("create_pretraining_data.py: masked-LM + next-sentence examples")
-    run_script(
+    data_summary, pretraining_eval, pretrained_checkpoint = run_pretraining_stages(
+        stages,
         scripts_dir,
-        "create_pretraining_data.py",
-        input_file=corpus,
-        output_file=paths["pretraining_data"],
-        vocab_file=paths["vocab"],
-        do_lower_case=True,
-        max_seq_length=settings.max_seq_length,
-        max_predictions_per_seq=20,
-        masked_lm_prob=0.15,
-        random_seed=12345,
-        dupe_factor=settings.dupe_factor,
-    )
-    with open(summary_path(paths["pretraining_data"]), encoding="utf-8") as f:
-        data_summary = json.load(f)
-    stages.done(
-        "create_pretraining_data",
-        started,
-        f"{paths['pretraining_data']} ({data_summary.get('instances', '?')} instances)",
-    )
-
-    started = stages.start("run_pretraining.py: pre-train the tiny model from scratch")
-    run_demo_pretraining(
-        scripts_dir, settings, paths["pretraining_data"], paths["pretraining"], paths["bert_config"]
-    )
-    pretraining_eval = read_key_values(os.path.join(paths["pretraining"], "eval_results.txt"))
-    pretrained_checkpoint = os.path.join(paths["pretraining"], "bert_model.ckpt")
-    stages.done(
-        "run_pretraining",
-        started,
-        f"{pretrained_checkpoint} (masked_lm_accuracy "
-        f"{float(pretraining_eval['masked_lm_accuracy']):.3f}, next_sentence_accuracy "
-        f"{float(pretraining_eval['next_sentence_accuracy']):.3f}; TensorBoard: "
-        f"{paths['pretraining']}/train)",
+        settings,
+        corpus,
+        paths["vocab"],
+        paths,
+        "create_pretraining_data.py: masked-LM + next-sentence examples",
     )
 
     if init_from == "minilm":

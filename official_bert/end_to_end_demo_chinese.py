@@ -27,11 +27,10 @@ from official_bert.end_to_end_demo import (
     DemoStages,
     predict_sentences,
     read_key_values,
-    run_demo_pretraining,
+    run_pretraining_stages,
     run_script,
     write_demo_config,
 )
-from official_bert.side_file_names import summary_path
 
 CHINESE_DEMO_SENTENCES = (
     "房间干净又安静，服务非常周到，下次还会再来。",
@@ -83,39 +82,15 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
         f"H{settings.hidden_size} A{heads})",
     )
 
-    started = stages.start("create_pretraining_data.py: whole-word masking with jieba")
-    run_script(
+    data_summary, pretraining_eval, checkpoint = run_pretraining_stages(
+        stages,
         scripts_dir,
-        "create_pretraining_data.py",
-        input_file=corpus,
-        output_file=paths["pretraining_data"],
-        vocab_file=vocab_file,
-        do_lower_case=True,
+        settings,
+        corpus,
+        vocab_file,
+        paths,
+        "create_pretraining_data.py: whole-word masking with jieba",
         word_segmenter="jieba",
-        max_seq_length=settings.max_seq_length,
-        max_predictions_per_seq=20,
-        masked_lm_prob=0.15,
-        random_seed=12345,
-        dupe_factor=settings.dupe_factor,
-    )
-    with open(summary_path(paths["pretraining_data"]), encoding="utf-8") as f:
-        data_summary = json.load(f)
-    stages.done(
-        "create_pretraining_data",
-        started,
-        f"{paths['pretraining_data']} ({data_summary.get('instances', '?')} instances)",
-    )
-
-    started = stages.start("run_pretraining.py: pre-train the tiny model from scratch")
-    run_demo_pretraining(
-        scripts_dir, settings, paths["pretraining_data"], paths["pretraining"], paths["bert_config"]
-    )
-    pretraining_eval = read_key_values(os.path.join(paths["pretraining"], "eval_results.txt"))
-    checkpoint = os.path.join(paths["pretraining"], "bert_model.ckpt")
-    stages.done(
-        "run_pretraining",
-        started,
-        f"{checkpoint} (masked_lm_accuracy {float(pretraining_eval['masked_lm_accuracy']):.3f})",
     )
 
     model_flags = dict(

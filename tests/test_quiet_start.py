@@ -85,6 +85,26 @@ def test_the_level_is_left_unset_for_the_scripts_children(tmp_path):
     assert "TFRecordDataset" not in result.stderr, result.stderr
 
 
+_CHECKPOINT_AND_LOG = (
+    "import sys, _quiet_start, tensorflow as tf\n"
+    "from absl import logging\n"
+    "logging.set_verbosity(logging.INFO)\n"
+    "tf.train.Checkpoint(v=tf.Variable(1.0)).save(sys.argv[1])\n"
+    "logging.info('the script says this')\n"
+    "logging.warning('and warns this')\n"
+)
+
+
+def test_tensorflow_info_records_are_dropped_and_the_scripts_own_lines_kept(tmp_path):
+    # TensorFlow 2.21 logs "Sharding callback duration" (INFO, through absl) at every save.
+    result = _run("-c", _CHECKPOINT_AND_LOG, str(tmp_path / "quiet" / "ckpt"))
+    assert "the script says this" in result.stderr and "and warns this" in result.stderr
+    assert "Sharding callback" not in result.stderr, result.stderr
+    # Asked for (--verbosity=1), TensorFlow's records show: the filter is what dropped them.
+    verbose = _run("-c", _CHECKPOINT_AND_LOG, str(tmp_path / "verbose" / "ckpt"), "--verbosity=1")
+    assert "Sharding callback" in verbose.stderr, verbose.stderr
+
+
 def test_asked_for_the_lines_are_those_of_tensorflow_itself():
     """With --verbosity=1 or TF_CPP_MIN_LOG_LEVEL set, a script prints what a bare
     `import tensorflow` prints on this machine (none where TensorFlow itself prints none)."""
