@@ -31,7 +31,7 @@ def packer(minilm_dir):
 
 def _mrpc():
     if not (GLUE / "MRPC").exists():
-        pytest.skip("GLUE MRPC not present")
+        pytest.skip(f"not present: {GLUE / 'MRPC'}")
     return get_processor("mrpc", str(GLUE / "MRPC"))
 
 
@@ -106,7 +106,7 @@ def test_an_interrupted_write_leaves_nothing_that_looks_complete(
 
 def test_regression_labels_are_floats_and_the_reader_trims_padding(tmp_path, packer, minilm_dir):
     if not (GLUE / "STS-B").exists():
-        pytest.skip("GLUE STS-B not present")
+        pytest.skip(f"not present: {GLUE / 'STS-B'}")
     processor = get_processor("sts-b", str(GLUE / "STS-B"))
     path = str(tmp_path / "eval.tf_record")
     prepare_classifier_records(processor, "dev", packer, path, str(minilm_dir / "vocab.txt"))
