@@ -54,6 +54,21 @@ def _word_pieces(words: list[str], packer: BertInputPacker, batch_size: int) -> 
     ]
 
 
+def _record_arrays(packed: dict, num_rows: int, length: int) -> dict[str, np.ndarray]:
+    """The tagging record arrays of `num_rows` packed rows (int64 inputs from the packer's
+    [num_rows, length] outputs; labels, weights and sentence indexes zero, for the caller to
+    fill; every row real)."""
+    return {
+        "input_ids": packed["input_word_ids"].astype(np.int64),
+        "input_mask": packed["input_mask"].astype(np.int64),
+        "segment_ids": packed["input_type_ids"].astype(np.int64),
+        "label_ids": np.zeros([num_rows, length], np.int64),
+        "label_weights": np.zeros([num_rows, length], np.float32),
+        "is_real_example": np.ones([num_rows, 1], np.int64),
+        "sentence_index": np.zeros([num_rows, 1], np.int64),
+    }
+
+
 def encode_tagged_sentences(
     sentences: list[TaggedSentence],
     packer: BertInputPacker,
@@ -98,15 +113,7 @@ def encode_tagged_sentences(
     packed = packer.pack_id_arrays(
         [[np.concatenate([word for word, _ in chunk]) for _, chunk in chunks]]
     )
-    arrays = {
-        "input_ids": packed["input_word_ids"].astype(np.int64),
-        "input_mask": packed["input_mask"].astype(np.int64),
-        "segment_ids": packed["input_type_ids"].astype(np.int64),
-        "label_ids": np.zeros([len(chunks), length], np.int64),
-        "label_weights": np.zeros([len(chunks), length], np.float32),
-        "is_real_example": np.ones([len(chunks), 1], np.int64),
-        "sentence_index": np.zeros([len(chunks), 1], np.int64),
-    }
+    arrays = _record_arrays(packed, len(chunks), length)
     for row, (index, chunk) in enumerate(chunks):
         word_lengths = [len(word) for word, _ in chunk]
         (segment_start,) = packer.segment_starts([sum(word_lengths)])
@@ -162,15 +169,7 @@ def encode_tagged_windows(
             )
     # Each window fits max_seq_length - 2 pieces, so the packer trims nothing.
     packed = packer.pack_id_arrays([[window for _, window, _ in rows]])
-    arrays = {
-        "input_ids": packed["input_word_ids"].astype(np.int64),
-        "input_mask": packed["input_mask"].astype(np.int64),
-        "segment_ids": packed["input_type_ids"].astype(np.int64),
-        "label_ids": np.zeros([len(rows), length], np.int64),
-        "label_weights": np.zeros([len(rows), length], np.float32),
-        "is_real_example": np.ones([len(rows), 1], np.int64),
-        "sentence_index": np.zeros([len(rows), 1], np.int64),
-    }
+    arrays = _record_arrays(packed, len(rows), length)
     for row, (index, _, tagged) in enumerate(rows):
         positions = list(tagged)
         arrays["label_ids"][row, positions] = list(tagged.values())
