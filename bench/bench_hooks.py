@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from official_bert.kernels import use_fast_kernels  # noqa: E402
+from official_bert.kernels import FusedInferenceEncoder, use_fast_kernels  # noqa: E402
 from official_bert.models import BertEncoder, BertPretrainer  # noqa: E402
 from official_bert.tasks.pretraining_objective import (  # noqa: E402
     pretraining_loss,
@@ -82,22 +82,16 @@ def encoder_inputs(batch: dict) -> dict:
     }
 
 
-def make_encoder_forward(
-    cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False, fast_kernels: bool = True
-):
-    """Returns forward(): one eval-mode encoder forward on `batch`.
-
-    forward() returns {"sequence_output": [batch, seq, hidden], "pooled_output": [batch, hidden]}
-    as tensors in the compute dtype (float32, or bfloat16 under mixed_bfloat16). Only these two
-    leave the tf.function, as the peers' scripts return only these two; the caller syncs by
-    fetching them (`.numpy()`).
-    """
-    encoder = build_encoder(cfg, dtype, fast_kernels)
+def _forward_on(encoder, call, batch: dict, jit_compile: bool = False):
+    """forward(): `call(inputs)` (an encoder's eval-mode call) on `batch` in a tf.function that
+    returns only sequence_output and pooled_output, as the peers' scripts return only these two;
+    the caller syncs by fetching them (`.numpy()`). forward.encoder is the Keras encoder, so that
+    callers (encoder_latency.py) can report its dtypes."""
     inputs = encoder_inputs(batch)
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def encoder_forward(inputs):
-        outputs = encoder(inputs, training=False)
+        outputs = call(inputs)
         return {
             "sequence_output": outputs["sequence_output"],
             "pooled_output": outputs["pooled_output"],
@@ -106,9 +100,38 @@ def make_encoder_forward(
     def forward():
         return encoder_forward(inputs)
 
-    # Kept so that callers (encoder_latency.py) can report the model's dtypes.
     forward.encoder = encoder
     return forward
+
+
+def make_encoder_forward(
+    cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False, fast_kernels: bool = True
+):
+    """Returns forward(): one eval-mode encoder forward on `batch`.
+
+    forward() returns {"sequence_output": [batch, seq, hidden], "pooled_output": [batch, hidden]}
+    as tensors in the compute dtype (float32, or bfloat16 under mixed_bfloat16).
+    """
+    encoder = build_encoder(cfg, dtype, fast_kernels)
+    return _forward_on(
+        encoder, lambda inputs: encoder(inputs, training=False), batch, jit_compile=jit_compile
+    )
+
+
+def make_fused_encoder_forward(cfg: dict, batch: dict, weights_dtype: str = "float32"):
+    """Returns forward(): one forward of FusedInferenceEncoder (official_bert.kernels) built
+    from our float32 encoder, its weights stored in `weights_dtype` ("float32" or "bfloat16"),
+    on `batch`; outputs as make_encoder_forward's, in that dtype."""
+    encoder = build_encoder(cfg, FP32, fast_kernels=True)
+    return _forward_on(encoder, FusedInferenceEncoder(encoder, dtype=weights_dtype), batch)
+
+
+def encoder_forward_fp32_fused(cfg, batch):
+    return make_fused_encoder_forward(cfg, batch, "float32")
+
+
+def encoder_forward_bf16_fused(cfg, batch):
+    return make_fused_encoder_forward(cfg, batch, "bfloat16")
 
 
 def encoder_forward_fp32(cfg, batch):

@@ -47,6 +47,10 @@ OUR_VARIANTS = {
     "bf16": ("encoder_forward_bf16", "mixed_bfloat16", False),
     "fp32-xla": ("encoder_forward_fp32_xla", "float32", True),
     "bf16-xla": ("encoder_forward_bf16_xla", "mixed_bfloat16", True),
+    # FusedInferenceEncoder (official_bert.kernels): the eval forward as fused products, its
+    # weights stored in float32 or bfloat16 (no per-call cast).
+    "fp32-fused": ("encoder_forward_fp32_fused", "float32", False),
+    "bf16-fused": ("encoder_forward_bf16_fused", "bfloat16", False),
     # The same forwards on the plain layers (official_bert.kernels off): the kernels' A/B.
     "fp32-plain": ("encoder_forward_fp32_plain", "float32", False),
     "bf16-plain": ("encoder_forward_bf16_plain", "mixed_bfloat16", False),

@@ -89,6 +89,34 @@ def test_writes_the_original_format_with_encoder_values(original_tiny_dir, tmp_p
     assert lines[1]["features"][4]["token"] == "[SEP]"
 
 
+def test_bfloat16_inference_is_float32_within_bfloat16_precision(original_tiny_dir, tmp_path):
+    text = tmp_path / "input.txt"
+    text.write_text("the man went to the store.\nhe bought milk ||| and a loaf of bread.\n")
+    values = {}
+    for dtype in ("float32", "bfloat16"):
+        output = tmp_path / f"{dtype}.jsonl"
+        result = _run(*_flags(original_tiny_dir, text, output, f"--inference_dtype={dtype}"))
+        assert result.returncode == 0, result.stderr[-3000:]
+        values[dtype] = np.array(
+            [
+                layer["values"]
+                for line in output.read_text().splitlines()
+                for token in json.loads(line)["features"]
+                for layer in token["layers"]
+            ]
+        )
+    error = np.abs(values["bfloat16"] - values["float32"])
+    assert values["float32"].shape == values["bfloat16"].shape
+    assert error.mean() < 0.02 and error.max() < 0.2, (error.mean(), error.max())
+    assert error.max() > 0  # the products did run in bfloat16
+    result = _run(
+        *_flags(original_tiny_dir, text, tmp_path / "o.jsonl"),
+        "--inference_dtype=bfloat16",
+        "--nofast_kernels",
+    )
+    assert result.returncode != 0 and "needs --fast_kernels" in result.stderr
+
+
 @pytest.mark.parametrize(
     "content, extra, fragment",
     [

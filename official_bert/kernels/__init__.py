@@ -7,6 +7,7 @@ tested equal to it (tests/kernels/), and taken only when switched on.
   gelu_gradient             gelu_tanh: the tanh GELU with an XLA-fused gradient
   softmax_cross_entropy     sparse_softmax_cross_entropy on the oneDNN softmax
   host_allocator            TensorFlow's BFC allocator for host memory
+  inference_encoder         FusedInferenceEncoder: an encoder's eval forward, fused products
   switch                    use_fast_kernels / fast_kernels: the one switch
 
 The library's default is off (plain Keras, public API only); the scripts switch it on with
@@ -18,6 +19,7 @@ from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttentio
 from official_bert.kernels.folded_einsum_dense import FoldedEinsumDense
 from official_bert.kernels.gelu_gradient import gelu_tanh
 from official_bert.kernels.host_allocator import prefer_bfc_cpu_allocator
+from official_bert.kernels.inference_encoder import FusedInferenceEncoder
 from official_bert.kernels.packed_bits_dropout import PackedBitsDropout, dropout_layer
 from official_bert.kernels.softmax_cross_entropy import sparse_softmax_cross_entropy
 from official_bert.kernels.switch import fast_kernels, fast_kernels_enabled, use_fast_kernels
@@ -25,6 +27,7 @@ from official_bert.kernels.switch import fast_kernels, fast_kernels_enabled, use
 __all__ = [
     "BatchedMatmulAttention",
     "FoldedEinsumDense",
+    "FusedInferenceEncoder",
     "PackedBitsDropout",
     "dropout_layer",
     "fast_kernels",

@@ -1,0 +1,249 @@
+"""FusedInferenceEncoder: a BertEncoder's eval-mode forward as a few fused TensorFlow kernels.
+
+The Keras encoder is written for training: each projection is its own layer (query, key and
+value are three products), Keras adds a Dense bias with a separate AddV2, and the GELU carries a
+hand-written gradient (an IdentityN in the graph). None of that matters for a backward pass, but
+on a CPU's inference path each of those element-wise passes costs about what a fifth of the
+product beside it does, and they keep TensorFlow's graph rewriter (Grappler's remapper, with the
+oneDNN kernels TensorFlow uses on x86) from fusing them into the product. This module builds the
+same function from plain TensorFlow ops laid out for that rewriter:
+
+- query, key and value as ONE product with a [hidden, 3 * hidden] kernel (the three kernels side
+  by side; 1/sqrt(head size) folded into the query's columns, exact when the head size is a
+  power of 4, as in every released BERT);
+- every bias through `tf.nn.bias_add`, so that MatMul + BiasAdd + GELU (the feed-forward's first
+  product) and MatMul + BiasAdd + Add (the attention output and feed-forward output products with
+  their residual) each run as one `_MklNativeFusedMatMul`;
+- the padding mask as an additive -10000 on the scores (the original's form), one add;
+- everything on [batch * seq, hidden] matrices, so the only reshapes are around the heads.
+
+Why not the Keras layers with these changes: a Keras Dense cannot hold a fused [H, 3H] kernel
+under the checkpoint names of three, and Keras's bias add and activations are its own ops. Why
+not XLA: TensorFlow's XLA:CPU runs these products through its own dot emitter, slower than the
+oneDNN kernels here (bench/RESULTS.md).
+
+With `dtype="bfloat16"` the product kernels, biases and embedding tables are stored once in
+bfloat16 (half the memory to stream at every call), where the mixed_bfloat16 Keras model casts
+its float32 variables at every call (at batch 1, casting ~110M weights costs about as much as
+the products). LayerNorm statistics run in float32 either way, the softmax in the
+compute dtype, as under mixed_bfloat16.
+
+The weights are copied when the object is built: later training of the Keras encoder does not
+reach it (build a new one). Inputs and outputs are those of BertEncoder: a dict of int32
+[batch, seq] `input_word_ids`, `input_mask`, `input_type_ids` in; `sequence_output` [batch,
+seq, hidden], `pooled_output` [batch, hidden] and `encoder_outputs` (one [batch, seq, hidden]
+per layer) out, in the compute dtype (float32 or bfloat16). Tested equal to the Keras encoder
+(tests/kernels/test_inference_encoder.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+_DTYPES = {"float32": tf.float32, "bfloat16": tf.bfloat16}
+# Our activation names (official_bert.activations) -> the TensorFlow op the remapper fuses into
+# the intermediate product (GELU both ways) or a plain function applied after it.
+_ACTIVATIONS = {
+    "gelu": lambda x: tf.nn.gelu(x, approximate=True),
+    "gelu_exact": lambda x: tf.nn.gelu(x, approximate=False),
+    "relu": tf.nn.relu,
+    "tanh": tf.math.tanh,
+    "linear": tf.identity,
+    "swish": tf.nn.silu,
+}
+
+
+def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
+    """LayerNorm over the last axis of x [rows, hidden]; statistics in float32, result in x's
+    dtype. gamma, beta: float32 [hidden].
+
+    Centered first, then the mean of squares of the centered values: on a CPU this takes half
+    the time of `tf.nn.moments` and the shift-and-scale of `tf.nn.batch_normalization`, which
+    reread x in more passes (bench/RESULTS.md)."""
+    dtype = x.dtype
+    x = tf.cast(x, tf.float32)
+    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+    return tf.cast(centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta, dtype)
+
+
+class FusedInferenceEncoder(tf.Module):
+    """The eval-mode forward of a built BertEncoder (module docstring), weights copied.
+
+    encoder: a built official_bert BertEncoder (any sizes, bidirectional or causal).
+    dtype: "float32" or "bfloat16", the dtype the weights are stored and multiplied in.
+    """
+
+    def __init__(self, encoder, dtype: str = "float32", name: str | None = None):
+        super().__init__(name=name)
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if not encoder.built:
+            raise ValueError("FusedInferenceEncoder needs a built encoder (call encoder.build())")
+        self.compute_dtype = _DTYPES[dtype]
+        self.hidden_size = encoder.hidden_size
+        self.num_heads = encoder.num_attention_heads
+        self.head_size = encoder.hidden_size // encoder.num_attention_heads
+        self.epsilon = float(encoder.layer_norm_epsilon)
+        self.causal = bool(encoder.causal)
+        self.activation_name = encoder.activation
+        self._activation = _ACTIVATIONS[encoder.activation]
+        self.max_position_embeddings = encoder.max_position_embeddings
+
+        def weight(value, name, dtype=None):
+            return tf.Variable(
+                np.asarray(value, np.float32),
+                dtype=dtype or self.compute_dtype,
+                trainable=False,
+                name=name,
+            )
+
+        def numpy(variable):
+            return np.asarray(keras.ops.convert_to_numpy(variable), np.float32)
+
+        embeddings = encoder.embeddings
+        self.word_embeddings = weight(numpy(embeddings.word_embeddings.embeddings), "word")
+        self.type_embeddings = weight(numpy(embeddings.token_type_embeddings.embeddings), "type")
+        self.position_embeddings = weight(numpy(embeddings.position_embeddings), "position")
+        self.embedding_norm = (
+            weight(numpy(embeddings.layer_norm.gamma), "embedding_gamma", tf.float32),
+            weight(numpy(embeddings.layer_norm.beta), "embedding_beta", tf.float32),
+        )
+        query_scale = 1.0 / math.sqrt(self.head_size)
+        hidden = self.hidden_size
+        self.layers = []
+        for index, block in enumerate(encoder.transformer_layers):
+            attention = block.attention
+            parts = [
+                (attention._query_dense, query_scale),
+                (attention._key_dense, 1.0),
+                (attention._value_dense, 1.0),
+            ]
+            qkv_kernel = np.concatenate(
+                [numpy(dense.kernel).reshape(hidden, hidden) * scale for dense, scale in parts], 1
+            )
+            qkv_bias = np.concatenate(
+                [numpy(dense.bias).reshape(hidden) * scale for dense, scale in parts]
+            )
+            output = attention._output_dense
+            prefix = f"layer_{index}"
+            self.layers.append(
+                dict(
+                    qkv_kernel=weight(qkv_kernel, f"{prefix}/qkv_kernel"),
+                    qkv_bias=weight(qkv_bias, f"{prefix}/qkv_bias"),
+                    attention_kernel=weight(
+                        numpy(output.kernel).reshape(hidden, hidden), f"{prefix}/attention_kernel"
+                    ),
+                    attention_bias=weight(numpy(output.bias), f"{prefix}/attention_bias"),
+                    attention_gamma=weight(
+                        numpy(block.attention_layer_norm.gamma), f"{prefix}/ln1_gamma", tf.float32
+                    ),
+                    attention_beta=weight(
+                        numpy(block.attention_layer_norm.beta), f"{prefix}/ln1_beta", tf.float32
+                    ),
+                    intermediate_kernel=weight(
+                        numpy(block.intermediate_dense.kernel), f"{prefix}/intermediate_kernel"
+                    ),
+                    intermediate_bias=weight(
+                        numpy(block.intermediate_dense.bias), f"{prefix}/intermediate_bias"
+                    ),
+                    output_kernel=weight(numpy(block.output_dense.kernel), f"{prefix}/out_kernel"),
+                    output_bias=weight(numpy(block.output_dense.bias), f"{prefix}/out_bias"),
+                    output_gamma=weight(
+                        numpy(block.output_layer_norm.gamma), f"{prefix}/ln2_gamma", tf.float32
+                    ),
+                    output_beta=weight(
+                        numpy(block.output_layer_norm.beta), f"{prefix}/ln2_beta", tf.float32
+                    ),
+                )
+            )
+        self.pooler_kernel = weight(numpy(encoder.pooler.kernel), "pooler_kernel")
+        self.pooler_bias = weight(numpy(encoder.pooler.bias), "pooler_bias")
+
+    def _attention_bias(self, input_mask: tf.Tensor) -> tf.Tensor:
+        """[batch, 1, 1 or seq, seq] in the compute dtype: 0 where a query may attend, -10000
+        elsewhere (the original's adder: exp underflows to 0, yet a row with every key masked
+        keeps its scores' differences, as the Keras encoder)."""
+        keep = tf.cast(input_mask, tf.float32)[:, None, None, :]
+        if self.causal:
+            seq = tf.shape(input_mask)[1]
+            lower = tf.linalg.band_part(tf.ones([seq, seq], tf.float32), -1, 0)
+            keep = keep * lower[None, None, :, :]
+        return tf.cast((1.0 - keep) * -10000.0, self.compute_dtype)
+
+    def _block(self, x, weights, batch, seq, attention_bias):
+        """x [batch * seq, hidden] -> the same, one transformer layer."""
+        heads, size, hidden = self.num_heads, self.head_size, self.hidden_size
+        qkv = tf.nn.bias_add(tf.matmul(x, weights["qkv_kernel"]), weights["qkv_bias"])
+        # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
+        qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4])
+        query, key, value = qkv[0], qkv[1], qkv[2]
+        scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, seq, seq]
+        probabilities = tf.nn.softmax(scores + attention_bias)
+        context = tf.matmul(probabilities, value)  # [batch, heads, seq, size]
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * seq, hidden])
+        attention = tf.nn.bias_add(
+            tf.matmul(context, weights["attention_kernel"]), weights["attention_bias"]
+        )
+        x = _layer_norm(
+            attention + x, weights["attention_gamma"], weights["attention_beta"], self.epsilon
+        )
+        intermediate = self._activation(
+            tf.nn.bias_add(
+                tf.matmul(x, weights["intermediate_kernel"]), weights["intermediate_bias"]
+            )
+        )
+        output = tf.nn.bias_add(
+            tf.matmul(intermediate, weights["output_kernel"]), weights["output_bias"]
+        )
+        return _layer_norm(
+            output + x, weights["output_gamma"], weights["output_beta"], self.epsilon
+        )
+
+    def __call__(self, inputs: dict, training: bool | None = None) -> dict:
+        """inputs: BertEncoder's dict; `training` is accepted as BertEncoder's, and must be
+        false: there is no dropout here."""
+        if training:
+            raise ValueError("FusedInferenceEncoder is eval-only (no dropout): training=True")
+        word_ids = tf.convert_to_tensor(inputs["input_word_ids"])
+        # Static sizes where the caller's shapes have them: the graph rewriter fuses only
+        # products whose operand shapes it knows.
+        shape = tf.shape(word_ids)
+        batch = word_ids.shape[0] if word_ids.shape[0] is not None else shape[0]
+        seq = word_ids.shape[1] if word_ids.shape[1] is not None else shape[1]
+        static_seq = word_ids.shape[1]
+        if static_seq is not None and static_seq > self.max_position_embeddings:
+            raise ValueError(
+                f"sequence length {static_seq} is longer than max_position_embeddings "
+                f"({self.max_position_embeddings}) of this model"
+            )
+        embeddings = (
+            tf.gather(self.word_embeddings, word_ids)
+            + tf.gather(self.type_embeddings, inputs["input_type_ids"])
+            + self.position_embeddings[:seq][None]
+        )
+        x = _layer_norm(
+            tf.reshape(embeddings, [batch * seq, self.hidden_size]),
+            *self.embedding_norm,
+            self.epsilon,
+        )
+        attention_bias = self._attention_bias(inputs["input_mask"])
+        encoder_outputs = []
+        for weights in self.layers:
+            x = self._block(x, weights, batch, seq, attention_bias)
+            encoder_outputs.append(tf.reshape(x, [batch, seq, self.hidden_size]))
+        sequence_output = encoder_outputs[-1]
+        pooled_output = tf.math.tanh(
+            tf.nn.bias_add(
+                tf.matmul(sequence_output[:, 0, :], self.pooler_kernel), self.pooler_bias
+            )
+        )
+        return {
+            "sequence_output": sequence_output,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+        }

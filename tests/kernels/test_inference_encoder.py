@@ -1,0 +1,157 @@
+"""FusedInferenceEncoder against its plain twin, the Keras BertEncoder in eval mode: every
+output (sequence, pooled, each layer), with padding, causal masks and each activation; the
+bfloat16 path against the mixed_bfloat16 Keras encoder; real MiniLM weights."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert.kernels import FusedInferenceEncoder, fast_kernels
+from official_bert.models import BertEncoder
+from tests.conftest import random_inputs, tiny_encoder_kwargs
+
+
+def _encoder(dtype="float32", seed=3, **overrides):
+    """A built tiny encoder whose every weight (biases and LayerNorm betas included, which
+    Keras initializes to 0 and 1) is random, so that a misplaced bias or scale shows."""
+    encoder = BertEncoder(**tiny_encoder_kwargs(**overrides), dtype=dtype)
+    encoder.build()
+    rng = np.random.default_rng(seed)
+    for variable in encoder.weights:
+        scale = 0.5 if "gamma" in variable.path or "beta" in variable.path else 0.2
+        base = 1.0 if "gamma" in variable.path else 0.0
+        variable.assign(base + scale * rng.standard_normal(variable.shape).astype(np.float32))
+    return encoder
+
+
+def _float32(tensor):
+    return tf.cast(tensor, tf.float32).numpy()
+
+
+def _assert_outputs_close(fused_outputs, keras_outputs, atol, rtol=0.0):
+    np.testing.assert_allclose(
+        _float32(fused_outputs["sequence_output"]),
+        _float32(keras_outputs["sequence_output"]),
+        atol=atol,
+        rtol=rtol,
+    )
+    np.testing.assert_allclose(
+        _float32(fused_outputs["pooled_output"]),
+        _float32(keras_outputs["pooled_output"]),
+        atol=atol,
+        rtol=rtol,
+    )
+    assert len(fused_outputs["encoder_outputs"]) == len(keras_outputs["encoder_outputs"])
+    for ours, theirs in zip(
+        fused_outputs["encoder_outputs"], keras_outputs["encoder_outputs"], strict=True
+    ):
+        np.testing.assert_allclose(_float32(ours), _float32(theirs), atol=atol, rtol=rtol)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"activation": "gelu_exact"},
+        {"activation": "relu"},
+        {"causal": True},
+        # head size 6: the query scale 1/sqrt(6) is not a power of two (rounded differently)
+        {"hidden_size": 24, "num_attention_heads": 4, "intermediate_size": 40},
+    ],
+    ids=["gelu", "gelu_exact", "relu", "causal", "head_size_6"],
+)
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
+def test_float32_outputs_equal_the_keras_encoder(overrides, fast):
+    with fast_kernels(fast):
+        encoder = _encoder(**overrides)
+    inputs = random_inputs(batch=4, seq=16, vocab=100)
+    if fast:
+        # A row with every key masked (a padding row of a batch): the fast attention and the
+        # fused encoder keep its scores' differences, as the original's adder; Keras's softmax
+        # zeroes such a row, so the plain twin differs there by design.
+        inputs["input_mask"][3] = 0
+    expected = encoder(inputs, training=False)
+    fused = FusedInferenceEncoder(encoder)
+    _assert_outputs_close(fused(inputs), expected, atol=2e-5)
+    # The same in a graph whose batch and length are unknown when it is traced (serving).
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in inputs}
+    graph_call = tf.function(fused.__call__, input_signature=[spec])
+    _assert_outputs_close(graph_call(inputs), expected, atol=2e-5)
+
+
+def test_weights_are_a_copy_taken_when_built():
+    encoder = _encoder()
+    inputs = random_inputs(batch=2, seq=8)
+    fused = FusedInferenceEncoder(encoder)
+    before = fused(inputs)["sequence_output"].numpy()
+    encoder.transformer_layers[0].output_dense.bias.assign(
+        encoder.transformer_layers[0].output_dense.bias + 1.0
+    )
+    np.testing.assert_array_equal(fused(inputs)["sequence_output"].numpy(), before)
+    assert not np.allclose(encoder(inputs, training=False)["sequence_output"].numpy(), before)
+
+
+def test_bfloat16_keeps_bfloat16_weights_and_matches_mixed_bfloat16():
+    encoder = _encoder()
+    mixed = _encoder(dtype="mixed_bfloat16")
+    mixed.set_weights(encoder.get_weights())
+    inputs = random_inputs(batch=3, seq=16)
+    fused = FusedInferenceEncoder(encoder, dtype="bfloat16")
+    # Every product's kernel and every embedding table is stored in bfloat16: nothing to cast
+    # per call. LayerNorm's parameters stay float32 (its statistics are float32).
+    for variable in fused.variables:
+        expected = (
+            tf.float32 if ("gamma" in variable.name or "beta" in variable.name) else tf.bfloat16
+        )
+        assert variable.dtype == expected, variable.name
+    outputs = fused(inputs)
+    assert outputs["sequence_output"].dtype == tf.bfloat16
+    # Against the Keras mixed_bfloat16 encoder (the same bfloat16 products, rounded at other
+    # places) and against float32: both within bfloat16's precision over two layers.
+    reference = mixed(inputs, training=False)
+    _assert_outputs_close(outputs, reference, atol=0.1, rtol=0.05)
+    exact = encoder(inputs, training=False)
+    error = np.abs(_float32(outputs["sequence_output"]) - _float32(exact["sequence_output"]))
+    assert error.mean() < 0.02, error.mean()
+    assert error.max() < 0.2, error.max()
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        FusedInferenceEncoder(_encoder(), dtype="float16")
+    with pytest.raises(ValueError, match="needs a built encoder"):
+        FusedInferenceEncoder(BertEncoder(**tiny_encoder_kwargs()))
+    fused = FusedInferenceEncoder(_encoder())
+    with pytest.raises(ValueError, match="eval-only"):
+        fused(random_inputs(batch=1, seq=8), training=True)
+    too_long = random_inputs(batch=1, seq=80)  # max_position_embeddings is 64
+    with pytest.raises(ValueError, match="longer than max_position_embeddings"):
+        fused(too_long)
+
+
+def test_real_minilm_weights_on_real_text(minilm_dir):
+    """all-MiniLM-L6-v2 (6 layers, erf GELU, 12 heads of 32) on tokenized sentences."""
+    from official_bert.checkpoints.safetensors_bert import (
+        read_hf_config,
+        read_safetensors_checkpoint,
+    )
+    from official_bert.tokenization import FullTokenizer
+
+    config = read_hf_config(str(minilm_dir / "config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    read_safetensors_checkpoint(str(minilm_dir / "model.safetensors"), encoder)
+    tokenizer = FullTokenizer(str(minilm_dir / "vocab.txt"), do_lower_case=True)
+    sentences = ["The quick brown fox jumps over the lazy dog.", "BERT reads text both ways."]
+    seq = 16
+    ids = np.zeros((2, seq), np.int32)
+    for row, sentence in enumerate(sentences):
+        tokens = ["[CLS]", *tokenizer.tokenize(sentence), "[SEP]"]
+        ids[row, : len(tokens)] = tokenizer.convert_tokens_to_ids(tokens)
+    inputs = {
+        "input_word_ids": ids,
+        "input_mask": (ids > 0).astype(np.int32),
+        "input_type_ids": np.zeros_like(ids),
+    }
+    expected = encoder(inputs, training=False)
+    _assert_outputs_close(FusedInferenceEncoder(encoder)(inputs), expected, atol=5e-5)
