@@ -169,11 +169,18 @@ class SquadServingModule(tf.Module):
         end_token = tf.gather(tf.gather(end_indices, window), end_rank, batch_dims=1)
         # Flat piece index = the window's first piece + (position in the row - doc_offset).
         base = tf.gather(window_base - doc_offset, window)
-        first_piece = tf.maximum(base + tf.cast(start_token, tf.int64), 0)
-        last_piece = tf.maximum(base + tf.cast(end_token, tf.int64), 0)
+        # An example without a span (none of its candidates valid, e.g. every top start on
+        # padding) reads piece 0 instead of wherever its masked choice points; a zero appended
+        # to the flat pieces makes index 0 exist when every context is empty.
+        first_piece = tf.where(has_span, tf.maximum(base + tf.cast(start_token, tf.int64), 0), 0)
+        last_piece = tf.where(has_span, tf.maximum(base + tf.cast(end_token, tf.int64), 0), 0)
+
+        def padded(flat):
+            return tf.concat([flat, tf.zeros([1], flat.dtype)], axis=0)
+
         has_unknown = tf.reduce_any(
             tf.equal(
-                tf.gather(pieces.flat_values, tf.ragged.range(first_piece, last_piece + 1)),
+                tf.gather(padded(pieces.flat_values), tf.ragged.range(first_piece, last_piece + 1)),
                 tokenizer.unk_id,
             ),
             axis=1,
@@ -181,8 +188,8 @@ class SquadServingModule(tf.Module):
         outputs = self._span_text(
             context,
             has_span,
-            tf.gather(byte_starts.flat_values, first_piece),
-            tf.gather(byte_limits.flat_values, last_piece),
+            tf.gather(padded(byte_starts.flat_values), first_piece),
+            tf.gather(padded(byte_limits.flat_values), last_piece),
             has_unknown,
         )
         outputs["score"] = tf.cast(score, tf.float32)

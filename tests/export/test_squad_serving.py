@@ -293,3 +293,43 @@ def test_the_module_equals_postprocessing_on_hard_text(
     for index, context in enumerate(_HARD_CONTEXTS[:4]):
         start, end = served["start"].numpy()[index], served["end"].numpy()[index]
         assert " ".join(context[start:end].split()) == " ".join(answers[index].split())
+
+
+class _LogitsOnPadding:
+    """A stand-in span model whose start and end logits grow with the position: the best
+    starts and ends of a short context's row are its padding, so no candidate is valid."""
+
+    def __call__(self, inputs, training=False):
+        import tensorflow as tf
+
+        position = tf.cast(tf.range(tf.shape(inputs["input_word_ids"])[1]), tf.float32)
+        logits = tf.broadcast_to(position[None, :], tf.shape(inputs["input_word_ids"]))
+        return {"start_logits": logits, "end_logits": logits}
+
+
+@pytest.mark.parametrize("version_2_with_negative", [False, True])
+def test_no_valid_candidate_in_a_short_context_serves_no_answer(
+    minilm_dir, version_2_with_negative
+):
+    import tensorflow as tf
+
+    from official_bert.data.bert_input_packer import BertInputPacker
+    from official_bert.export.squad_serving import SquadServingModule
+
+    packer = BertInputPacker(minilm_dir / "vocab.txt", 64, True)
+    module = SquadServingModule(
+        _LogitsOnPadding(),
+        packer,
+        doc_stride=32,
+        max_query_length=16,
+        n_best_size=5,
+        max_answer_length=30,
+        version_2_with_negative=version_2_with_negative,
+        null_score_diff_threshold=0.0,
+    )
+    served = module.signature()(
+        tf.constant(["who wrote the report ?", "q?"]),
+        tf.constant(["the chief officer wrote the report on growth .", ""]),
+    )
+    assert [a.decode() for a in served["answer"].numpy()] == ["", ""]
+    assert served["start"].numpy().tolist() == [-1, -1]
