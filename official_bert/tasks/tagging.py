@@ -73,6 +73,8 @@ class TaggingTask(ClassificationTask):
     output_dir/serving_model unless export_dir says otherwise, '' skips it).
     """
 
+    exports_fused_classifier = False
+
     kind = "token tagging"
     encode_examples = staticmethod(encode_tagged_sentences)
     encode_windows = staticmethod(encode_tagged_windows)

@@ -2,6 +2,7 @@
 output (sequence, pooled, each layer), with padding, causal masks and each activation; the
 bfloat16 path against the mixed_bfloat16 Keras encoder; real MiniLM weights."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -119,6 +120,8 @@ def test_bfloat16_keeps_bfloat16_weights_and_matches_mixed_bfloat16():
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="dtype must be one of"):
         FusedInferenceEncoder(_encoder(), dtype="float16")
+    with pytest.raises(ValueError, match="needs an official_bert BertEncoder, got Dense"):
+        FusedInferenceEncoder(keras.layers.Dense(3))
     with pytest.raises(ValueError, match="needs a built encoder"):
         FusedInferenceEncoder(BertEncoder(**tiny_encoder_kwargs()))
     fused = FusedInferenceEncoder(_encoder())

@@ -68,3 +68,53 @@ def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_
 def test_nothing_asked_is_still_an_error(tiny_task, tmp_path):
     with pytest.raises(ValueError, match="or name `export_dir`"):
         run_classifier(_options(tiny_task, tmp_path / "out"))
+
+
+def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_path):
+    """The same model (from --init_checkpoint, a random head with seed 1) served three ways:
+    the Keras model (--fast_kernels=false), FusedInferenceEncoder in float32 (the default) and
+    with bfloat16 weights (--serving_dtype=bfloat16)."""
+    served = {}
+    for name, overrides in (
+        ("keras", dict(fast_kernels=False)),
+        ("fused", {}),
+        ("bfloat16", dict(serving_dtype="bfloat16")),
+    ):
+        run_classifier(
+            _options(
+                tiny_task, tmp_path / name, export_dir=str(tmp_path / f"{name}_sm"), **overrides
+            )
+        )
+        served[name] = np.array(
+            serve_in_fresh_process(tmp_path / f"{name}_sm", {"text_a": TEXTS})["probabilities"]
+        )
+    np.testing.assert_allclose(served["fused"], served["keras"], atol=1e-5)
+    error = np.abs(served["bfloat16"] - served["fused"]).max()
+    assert 0 < error < 2e-2, error
+    # Only the variables of one encoder are saved: the bfloat16 model is the smaller one.
+    sizes = {
+        name: sum(f.stat().st_size for f in (tmp_path / f"{name}_sm" / "variables").iterdir())
+        for name in served
+    }
+    assert sizes["fused"] < 1.2 * sizes["keras"] and sizes["bfloat16"] < 0.7 * sizes["fused"], sizes
+
+
+def test_serving_dtype_bfloat16_where_it_cannot_apply(tiny_task, tmp_path):
+    for overrides, fragment in (
+        (dict(fast_kernels=False), "needs `fast_kernels`"),
+        (dict(feature_mode="frozen_last"), "needs `fast_kernels` and `feature_mode=finetune`"),
+        (
+            dict(multi_label=True, processor_kwargs=dict(labels=["neg", "pos"], multi_label=True)),
+            "single-label classification serving model",
+        ),
+    ):
+        with pytest.raises(ValueError, match=fragment):
+            run_classifier(
+                _options(
+                    tiny_task,
+                    tmp_path / "out",
+                    export_dir=str(tmp_path / "sm"),
+                    serving_dtype="bfloat16",
+                    **overrides,
+                )
+            )
