@@ -1,5 +1,6 @@
 """create_pretraining_data.py: the original's output contract, statistics, determinism, safety."""
 
+import gc
 import gzip
 import json
 import subprocess
@@ -215,6 +216,33 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
         assert summaries[run]["chunks_processed_in_helpers"] > 0
         assert outputs[run] == outputs["one"], run
     assert all(len(shard) > 0 for shard in outputs["one"])
+
+
+def test_objects_are_frozen_for_the_collector_while_writing_and_thawed_after(
+    vocab_file, tmp_path, monkeypatch
+):
+    # Python's full collections would traverse TensorFlow's ~300k objects at every one of
+    # them; while chunks are processed they are frozen, and afterwards the process's collector
+    # is as it was (unfrozen, or frozen by the caller as the caller left it).
+    seen = []
+    process = pretraining_data_writer.ChunkProcessor.__call__
+
+    def recording(self, chunk):
+        seen.append(gc.get_freeze_count())
+        return process(self, chunk)
+
+    monkeypatch.setattr(pretraining_data_writer.ChunkProcessor, "__call__", recording)
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=1)
+    assert gc.get_freeze_count() == 0
+    write_pretraining_examples([str(CORPUS)], [str(tmp_path / "a.tfrecord")], settings, 1)
+    assert seen and min(seen) > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        write_pretraining_examples([str(CORPUS)], [str(tmp_path / "b.tfrecord")], settings, 1)
+        assert gc.get_freeze_count() > 0  # still the caller's (less what was freed)
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.slow  # two more script runs; default suite time
