@@ -205,7 +205,7 @@ class ChunkProcessor:
         sentences = [s for document in documents for s in document]
         marks = None
         if self.settings.word_segmenter == "none":
-            ids = self.tokenizer.tokenize(tf.constant(sentences))
+            ids = self.tokenizer.tokenize(sentences)  # Python str: valid UTF-8
             flat = ids.flat_values.numpy().astype(np.int32)
             splits = ids.row_splits.numpy()
         else:
