@@ -430,9 +430,9 @@ def _write_chunks_in_parallel(
     helpers surely take chunks).
 
     Helpers start by `start_method` (helper_start_method) before this process builds its
-    ChunkProcessor, whose tokenizer runs the first TensorFlow op. The output files are open by then but nothing is
-    written to them yet, so a forked helper holds no unwritten record of theirs (and a helper
-    never touches them).
+    ChunkProcessor, whose tokenizer runs the first TensorFlow op. The output files are open by
+    then but nothing is written to them yet, so a forked helper holds no unwritten record of
+    theirs (and a helper never touches them).
     """
     num_helpers = num_workers - 1
     in_flight = max_chunks_in_flight or 4 * num_workers
