@@ -633,7 +633,7 @@ class FastWordpieceBertTokenizer(tf.Module):
         """
         values, lengths = [], []
         for start in range(0, len(texts), batch_size):
-            pieces = self.tokenize(tf.constant(list(texts[start : start + batch_size]), tf.string))
+            pieces = self.tokenize(list(texts[start : start + batch_size]))
             values.append(pieces.flat_values.numpy())
             lengths.append(pieces.row_lengths().numpy())
         ids = np.concatenate(values) if values else np.zeros([0], np.int32)
@@ -666,16 +666,21 @@ class FastWordpieceBertTokenizer(tf.Module):
         """The words of `BasicTokenizer.tokenize`, before WordPiece.
 
         Args:
-          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped), or a list of
+            Python str (valid UTF-8 once encoded, so the pass that drops invalid bytes, about
+            a tenth of the time of `tokenize` on English text, is skipped: the same result).
 
         Returns:
           [batch, (words)] tf.string RaggedTensor.
         """
+        python_text = isinstance(strings, list) and all(isinstance(s, str) for s in strings)
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         if strings.shape.rank is not None and strings.shape.rank != 1:
             raise ValueError(f"Expected strings of shape [batch], got shape {strings.shape}")
         strings = tf.ensure_shape(strings, [None])  # An unknown rank is checked when run.
-        text = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
+        text = strings
+        if not python_text:
+            text = tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
         text = self._normalize(text)
         # Whitespace becomes spaces, punctuation and CJK ideographs get spaces around them (the
         # original's _run_split_on_punc and _tokenize_chinese_chars), then runs of spaces split:
@@ -689,7 +694,8 @@ class FastWordpieceBertTokenizer(tf.Module):
         """The ids of `FullTokenizer.tokenize` followed by `convert_tokens_to_ids`.
 
         Args:
-          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped), or a list of
+            Python str (`split_words`).
 
         Returns:
           [batch, (pieces)] int32 RaggedTensor of wordpiece ids.
@@ -701,7 +707,8 @@ class FastWordpieceBertTokenizer(tf.Module):
         """As `tokenize`, with the pieces grouped by word (the TF Hub preprocessor's `tokenize`).
 
         Args:
-          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped).
+          strings: [batch] tf.string, UTF-8 text (invalid bytes are dropped), or a list of
+            Python str (`split_words`).
 
         Returns:
           [batch, (words), (pieces)] int32 RaggedTensor of wordpiece ids.

@@ -1,5 +1,6 @@
 """create_pretraining_data.py: the original's output contract, statistics, determinism, safety."""
 
+import gc
 import gzip
 import json
 import subprocess
@@ -143,6 +144,11 @@ def test_script_is_deterministic_for_any_worker_count(vocab_file, tmp_path):
     assert one.returncode == 0, one.stderr[-2000:]
     assert two.returncode == 0, two.stderr[-2000:]
     assert (tmp_path / "a.tfrecord").read_bytes() == (tmp_path / "b.tfrecord").read_bytes()
+    # The script runs no TensorFlow op before its helpers start: they are forked (Linux).
+    summary = json.loads((tmp_path / ".b.tfrecord.summary.json").read_text())
+    assert summary["helper_start_method"] == (
+        "fork" if sys.platform.startswith("linux") else "spawn"
+    )
 
 
 def test_default_worker_count_spares_small_corpora_the_helper_start_up(monkeypatch):
@@ -153,22 +159,90 @@ def test_default_worker_count_spares_small_corpora_the_helper_start_up(monkeypat
     assert default_num_workers(10**10, dupe_factor=10) == 8  # all cores
 
 
+_WRITE_WITH_A_FRESH_PROCESS = """
+import json, sys
+from official_bert.data.pretraining.data_writer import PretrainingDataSettings
+from official_bert.data.pretraining.data_writer import write_pretraining_examples
+settings = PretrainingDataSettings(vocab_file=sys.argv[1], dupe_factor=2, chunk_bytes=300)
+summary = write_pretraining_examples(
+    [sys.argv[2]], sys.argv[3:], settings, num_workers=2, wait_for_helpers=True
+)
+print(json.dumps(summary))
+"""
+
+
 def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_path):
     # The script test above may finish before its helper is up (chunks then stay in the main
     # process); here the main process waits for the helper, so the helper surely takes chunks.
+    # Helpers are spawned from this process (it has run TensorFlow ops) and forked from a
+    # fresh one (no op before the helpers start, as in the script).
     settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
-    outputs = {}
-    for workers in (1, 2):
-        paths = [str(tmp_path / f"w{workers}_{shard}.tfrecord") for shard in range(2)]
-        summary = write_pretraining_examples(
-            [str(CORPUS)], paths, settings, num_workers=workers, wait_for_helpers=True
-        )
-        outputs[workers] = [Path(path).read_bytes() for path in paths]
-        if workers == 2:
-            assert summary["chunks"] > 4
-            assert summary["chunks_processed_in_helpers"] > 0
-    assert outputs[1] == outputs[2]
-    assert all(len(shard) > 0 for shard in outputs[1])
+    outputs, summaries = {}, {}
+    for run in ("one", "spawned", "forked"):
+        paths = [str(tmp_path / f"{run}_{shard}.tfrecord") for shard in range(2)]
+        if run == "forked":
+            result = subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    _WRITE_WITH_A_FRESH_PROCESS,
+                    vocab_file,
+                    str(CORPUS),
+                    *paths,
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                cwd=REPO_ROOT,
+            )
+            assert result.returncode == 0, result.stderr[-2000:]
+            summaries[run] = json.loads(result.stdout.splitlines()[-1])
+        else:
+            summaries[run] = write_pretraining_examples(
+                [str(CORPUS)],
+                paths,
+                settings,
+                num_workers=1 if run == "one" else 2,
+                wait_for_helpers=True,
+            )
+        outputs[run] = [Path(path).read_bytes() for path in paths]
+    assert summaries["one"]["helper_start_method"] is None
+    assert summaries["spawned"]["helper_start_method"] == "spawn"
+    assert summaries["forked"]["helper_start_method"] == (
+        "fork" if sys.platform.startswith("linux") else "spawn"
+    )
+    for run in ("spawned", "forked"):
+        assert summaries[run]["chunks"] > 4
+        assert summaries[run]["chunks_processed_in_helpers"] > 0
+        assert outputs[run] == outputs["one"], run
+    assert all(len(shard) > 0 for shard in outputs["one"])
+
+
+def test_objects_are_frozen_for_the_collector_while_writing_and_thawed_after(
+    vocab_file, tmp_path, monkeypatch
+):
+    # Python's full collections would traverse TensorFlow's ~300k objects at every one of
+    # them; while chunks are processed they are frozen, and afterwards the process's collector
+    # is as it was (unfrozen, or frozen by the caller as the caller left it).
+    seen = []
+    process = pretraining_data_writer.ChunkProcessor.__call__
+
+    def recording(self, chunk):
+        seen.append(gc.get_freeze_count())
+        return process(self, chunk)
+
+    monkeypatch.setattr(pretraining_data_writer.ChunkProcessor, "__call__", recording)
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=1)
+    assert gc.get_freeze_count() == 0
+    write_pretraining_examples([str(CORPUS)], [str(tmp_path / "a.tfrecord")], settings, 1)
+    assert seen and min(seen) > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        write_pretraining_examples([str(CORPUS)], [str(tmp_path / "b.tfrecord")], settings, 1)
+        assert gc.get_freeze_count() > 0  # still the caller's (less what was freed)
+    finally:
+        gc.unfreeze()
 
 
 @pytest.mark.slow  # two more script runs; default suite time

@@ -434,6 +434,10 @@ def test_hard_cases_ids_match(bert_pair):
         name for name, want, have in zip(names, expected, got, strict=True) if want != have
     ]
     assert not mismatches
+    # Python strings skip the pass that drops invalid UTF-8 (they have none): the same ids.
+    texts = [HARD_CASES[name] for name in names if isinstance(HARD_CASES[name], str)]
+    assert len(texts) > 30
+    assert fast.tokenize(texts).to_list() == fast_ids(fast, texts)
 
 
 @pytest.mark.parametrize(
@@ -647,9 +651,11 @@ def test_corpus_ids_identical(bert_pair):
     reference, fast = bert_pair
     lines = corpus_lines()
     batch_size = 2048
-    got = []
+    got, got_from_str = [], []
     for start in range(0, len(lines), batch_size):
         got.extend(fast_ids(fast, lines[start : start + batch_size]))
+        # As Python str, which skips the pass that drops invalid UTF-8 (they have none).
+        got_from_str.extend(fast.tokenize(lines[start : start + batch_size]).to_list())
     expected = [reference_ids(reference, line) for line in lines]
     mismatches = [index for index in range(len(lines)) if got[index] != expected[index]]
     pieces = sum(len(ids) for ids in expected)
@@ -659,6 +665,7 @@ def test_corpus_ids_identical(bert_pair):
     )
     assert len(lines) > 20000 and fast.vocab_size == 30522
     assert not mismatches, [lines[index] for index in mismatches[:5]]
+    assert got_from_str == got
 
 
 # === The stored character classes ===

@@ -81,6 +81,9 @@ def _varint_block(values: np.ndarray) -> _ByteBlock:
 def _lookup_block(make_bytes, keys: np.ndarray) -> _ByteBlock:
     """The bytes `make_bytes(key)` for every key of int [rows]: headers that depend on a payload
     length, so few distinct keys."""
+    if len(keys) and keys.min() == keys.max():  # one key (fixed-size features): no sort
+        piece = np.frombuffer(make_bytes(int(keys[0])), np.uint8)
+        return _fixed_block(np.broadcast_to(piece, (len(keys), len(piece))))
     unique_keys, inverse = np.unique(keys, return_inverse=True)
     pieces = [make_bytes(int(key)) for key in unique_keys]
     lengths = np.array([len(piece) for piece in pieces], np.int64)
@@ -171,9 +174,14 @@ class ExampleEncoder:
         if all(block.used is None for block in blocks):
             output = rows.tobytes()
         else:
-            used = np.concatenate(
-                [np.ones(b.data.shape, bool) if b.used is None else b.used for b in blocks], axis=1
-            )
+            # All bytes in use but in the variable blocks' columns.
+            used = np.ones(rows.shape, bool)
+            column = 0
+            for block in blocks:
+                width = block.data.shape[1]
+                if block.used is not None:
+                    used[:, column : column + width] = block.used
+                column += width
             output = rows[used].tobytes()
         row_ends = np.cumsum(example_header.lengths + features_length).tolist()
         row_starts = [0, *row_ends[:-1]]

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
 import multiprocessing
 import os
 import random
+import sys
 import time
 
 import numpy as np
@@ -203,7 +205,7 @@ class ChunkProcessor:
         sentences = [s for document in documents for s in document]
         marks = None
         if self.settings.word_segmenter == "none":
-            ids = self.tokenizer.tokenize(tf.constant(sentences))
+            ids = self.tokenizer.tokenize(sentences)  # Python str: valid UTF-8
             flat = ids.flat_values.numpy().astype(np.int32)
             splits = ids.row_splits.numpy()
         else:
@@ -363,6 +365,7 @@ def _init_worker(settings: PretrainingDataSettings) -> None:
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     _WORKER = ChunkProcessor(settings)
+    gc.freeze()  # as write_pretraining_examples (a spawned helper has imported TensorFlow too)
 
 
 def _process_in_worker(chunk):
@@ -382,8 +385,37 @@ def _result(pending):
     return pending if isinstance(pending, tuple) else pending.get()
 
 
+def helper_start_method() -> str:
+    """How helper processes start: "fork" while this process has not started TensorFlow's
+    runtime, else "spawn".
+
+    A forked helper begins with everything this process imported, TensorFlow included, so it
+    takes chunks at once; a spawned one first imports TensorFlow again (seconds of a core: in a
+    whole run of create_pretraining_data.py on 2 cores, most of what a helper saves). Forking is
+    safe only before the first TensorFlow op of this process creates the eager context with its
+    thread pools (a forked copy would hold pools without threads) and where fork is the
+    platform's sound choice (Linux). The script forks from its main thread before any op;
+    a caller that has already run ops (a test, a notebook) gets spawned helpers.
+    """
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    try:
+        from tensorflow.python.eager import context as eager_context
+
+        runtime_started = eager_context.context()._initialized
+    except (ImportError, AttributeError):  # a TensorFlow without this attribute: play safe
+        return "spawn"
+    return "spawn" if runtime_started else "fork"
+
+
 def _write_chunks_in_parallel(
-    chunks, settings, num_workers, max_chunks_in_flight, consume, wait_for_helpers=False
+    chunks,
+    settings,
+    num_workers,
+    max_chunks_in_flight,
+    consume,
+    wait_for_helpers=False,
+    start_method="spawn",
 ) -> int:
     """Processes `chunks` in this process and num_workers - 1 helper processes; calls
     `consume(records, stats)` for every chunk in chunk order. Returns how many chunks the
@@ -392,13 +424,19 @@ def _write_chunks_in_parallel(
     Chunks go to the helpers while fewer than two per helper are unfinished; the others are
     processed here, between writes of finished chunks. So this process, which also writes every
     record, takes what the helpers leave, and nothing waits for the helpers to start
-    (TensorFlow's import takes seconds): until they are up, every chunk is processed here. Which
-    process handled a chunk does not change its result (each chunk has its own random stream).
-    `wait_for_helpers` waits for them first instead (tests: helpers surely take chunks).
+    (a spawned helper imports TensorFlow first, which takes seconds): until they are up, every
+    chunk is processed here. Which process handled a chunk does not change its result (each
+    chunk has its own random stream). `wait_for_helpers` waits for them first instead (tests:
+    helpers surely take chunks).
+
+    Helpers start by `start_method` (helper_start_method) before this process builds its
+    ChunkProcessor, whose tokenizer runs the first TensorFlow op. The output files are open by
+    then but nothing is written to them yet, so a forked helper holds no unwritten record of
+    theirs (and a helper never touches them).
     """
     num_helpers = num_workers - 1
     in_flight = max_chunks_in_flight or 4 * num_workers
-    context = multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context(start_method)
     with context.Pool(num_helpers, initializer=_init_worker, initargs=(settings,)) as pool:
         helpers_up = pool.apply_async(_worker_ready)
         processor = ChunkProcessor(settings)  # built while the helpers start up
@@ -567,15 +605,30 @@ def write_pretraining_examples(
                 eta,
             )
 
+    # The objects made so far (TensorFlow's modules: ~300k) are left out of Python's full
+    # collections while the chunks are processed, as in forked helpers (which inherit this):
+    # each chunk's instances trigger such collections, and every one would traverse them all
+    # again (~0.15 s each, several per process and run). Unfrozen at the end; a caller that
+    # froze objects itself keeps its choice.
+    freeze_here = gc.get_freeze_count() == 0
+    if freeze_here:
+        gc.freeze()
     try:
         helper_chunks = 0
+        start_method = helper_start_method() if num_workers > 1 else None
         if num_workers <= 1:
             processor = ChunkProcessor(settings)
             for chunk in chunks:
                 consume(*processor(chunk))
         else:
             helper_chunks = _write_chunks_in_parallel(
-                chunks, settings, num_workers, max_chunks_in_flight, consume, wait_for_helpers
+                chunks,
+                settings,
+                num_workers,
+                max_chunks_in_flight,
+                consume,
+                wait_for_helpers,
+                start_method,
             )
         for writer in writers:
             writer.close()
@@ -589,6 +642,8 @@ def write_pretraining_examples(
         for path, final in zip(temporary, output_files, strict=True):
             tf.io.gfile.rename(path, final, overwrite=True)
     finally:
+        if freeze_here:
+            gc.unfreeze()
         for writer in writers:
             writer.close()
         for path in temporary:
@@ -612,6 +667,7 @@ def write_pretraining_examples(
         "num_workers": num_workers,
         "chunks": totals["chunks"],
         "chunks_processed_in_helpers": helper_chunks,
+        "helper_start_method": start_method,
         "output_files": output_files,
         "settings": settings_dict,
     }

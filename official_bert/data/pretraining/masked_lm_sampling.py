@@ -101,14 +101,23 @@ def _candidates(input_ids: np.ndarray, lengths: np.ndarray, options: MaskingOpti
     return candidates
 
 
-def _choose_tokens(candidates, counts, max_predictions, rng):
-    """Uniform random subsets of the candidate positions: the first `counts` of a random order
-    (as the original's shuffle of the candidates). Returns positions [N, P] and validity."""
-    keys = rng.random(candidates.shape)
-    keys[~candidates] = np.inf
-    width = min(max_predictions, candidates.shape[1])
-    # Only the `width` smallest keys matter: partition, then order those few.
-    if width < candidates.shape[1]:
+def _in_position_order(chosen, valid):
+    """chosen, valid [N, P] with the valid positions first, ascending (the original sorts its
+    predictions by index); the slots after them keep their (unused) positions."""
+    sort_keys = np.where(valid, chosen, np.iinfo(np.int64).max)
+    order = np.argsort(sort_keys, axis=1, kind="stable")
+    return (
+        np.take_along_axis(chosen, order, axis=1),
+        np.take_along_axis(valid, order, axis=1),
+        order,
+    )
+
+
+def _smallest_keys(keys, counts, width):
+    """The positions of the `counts` smallest finite keys of each row of keys [N, S], via the
+    `width` smallest in key order (the reference way; `_choose_tokens` takes it when keys tie).
+    Returns positions [N, width] (valid ones first, ascending) and validity."""
+    if width < keys.shape[1]:
         smallest = np.argpartition(keys, width - 1, axis=1)[:, :width]
     else:
         smallest = np.broadcast_to(np.arange(width), keys.shape).copy()
@@ -117,6 +126,40 @@ def _choose_tokens(candidates, counts, max_predictions, rng):
     valid = (np.arange(width)[None, :] < counts[:, None]) & np.isfinite(
         np.take_along_axis(keys, chosen, axis=1)
     )
+    return _in_position_order(chosen, valid)[:2]
+
+
+def _choose_tokens(candidates, counts, max_predictions, rng):
+    """Uniform random subsets of the candidate positions: the `counts` with the smallest random
+    keys (as the first of the original's shuffle of the candidates). Returns positions [N, P]
+    (the chosen ones first, ascending; 0 after them) and validity.
+
+    Every row's chosen positions are those whose key is at most its count-th smallest key: one
+    comparison over the keys, which yields them in position order (no sort of the picks by key
+    and again by position). Equal keys at that threshold (doubles from `rng.random`: at most one
+    row in about 10**12) would pick too many; then the whole batch takes the reference way
+    (`_smallest_keys`), so the result is always the same.
+    """
+    keys = rng.random(candidates.shape)
+    keys[~candidates] = np.inf
+    num_rows, length = keys.shape
+    width = min(max_predictions, length)
+    if width < length:
+        smallest = np.partition(keys, width - 1, axis=1)[:, :width]
+    else:
+        smallest = keys.copy()
+    smallest.sort(axis=1)
+    wanted = np.minimum(counts, width)
+    threshold = smallest[np.arange(num_rows), wanted - 1]
+    picked = (keys <= threshold[:, None]) & candidates
+    per_row = picked.sum(axis=1)
+    if (per_row != np.minimum(wanted, candidates.sum(axis=1))).any():
+        return _smallest_keys(keys, counts, width)
+    rows, positions = np.nonzero(picked)  # row by row, positions ascending
+    slots = np.arange(len(rows)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    chosen = np.zeros((num_rows, width), np.int64)
+    chosen[rows, slots] = positions
+    valid = np.arange(width)[None, :] < per_row[:, None]
     return chosen, valid
 
 
@@ -187,21 +230,17 @@ def sample_masked_lm(
     lengths = np.asarray(lengths, np.int64)
     counts = num_to_predict(lengths, options)
     candidates = _candidates(input_ids, lengths, options)
+    word_ids = None
     if options.whole_word_mask or options.max_ngram_size > 1:
         chosen, valid, word_ids = _choose_words(
             input_ids, candidates, counts, options, rng, continues_word
         )
-    else:
+        chosen, valid, order = _in_position_order(chosen, valid)
+        word_ids = np.take_along_axis(word_ids, order, axis=1)
+    else:  # in position order already
         chosen, valid = _choose_tokens(candidates, counts, options.max_predictions_per_seq, rng)
-        word_ids = None
-    # Sorted positions, as the original sorts its predictions by index.
-    sort_keys = np.where(valid, chosen, np.iinfo(np.int64).max)
-    order = np.argsort(sort_keys, axis=1, kind="stable")
-    chosen = np.take_along_axis(chosen, order, axis=1)
-    valid = np.take_along_axis(valid, order, axis=1)
     draws = rng.random(chosen.shape)
     if word_ids is not None and options.decide_per_word:
-        word_ids = np.take_along_axis(word_ids, order, axis=1)
         # One draw per word: every piece takes the draw of its word's first piece.
         first_piece = np.zeros(word_ids.shape, np.int64)
         for column in range(1, word_ids.shape[1]):

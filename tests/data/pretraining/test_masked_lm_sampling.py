@@ -5,6 +5,8 @@ import pytest
 
 from official_bert.data.pretraining.masked_lm_sampling import (
     MaskingOptions,
+    _choose_tokens,
+    _smallest_keys,
     num_to_predict,
     sample_masked_lm,
 )
@@ -173,3 +175,44 @@ def test_invalid_options():
     _options(mask_token_prob=0.7, random_token_prob=0.2, keep_token_prob=0.1 + 5e-7)  # within 1e-6
     with pytest.raises(ValueError, match="need is_continuation"):
         _options(is_continuation=None, whole_word_mask=True)
+
+
+class _TiedKeys:
+    """A generator stand-in whose keys repeat (one decimal): many rows tie at the threshold."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def random(self, shape):
+        return np.round(self.rng.random(shape), 1)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_token_choice_by_threshold_equals_sorting_the_keys(tied):
+    # The positions with the count smallest keys, found by one comparison with the count-th
+    # smallest key, equal those of sorting the keys (the reference); with tied keys the
+    # comparison alone would pick too many, and the batch takes the reference way.
+    ids, lengths = _batch(seed=4, count=300, seq=40)
+    candidates = (np.arange(40)[None, :] < lengths[:, None]) & (ids != CLS) & (ids != SEP)
+    counts = np.random.default_rng(5).integers(1, 30, len(ids))
+    for max_predictions in (8, 20, 40, 60):
+        make = _TiedKeys if tied else np.random.default_rng
+        chosen, valid = _choose_tokens(candidates, counts, max_predictions, make(max_predictions))
+        keys = make(max_predictions).random(candidates.shape)
+        keys[~candidates] = np.inf
+        expected_chosen, expected_valid = _smallest_keys(keys, counts, min(max_predictions, 40))
+        assert (valid == expected_valid).all()
+        assert (np.where(valid, chosen, -1) == np.where(expected_valid, expected_chosen, -1)).all()
+        # Chosen positions come first and ascend; as many as wanted (or all candidates).
+        assert (
+            valid.sum(axis=1)
+            == np.minimum(np.minimum(counts, max_predictions), candidates.sum(axis=1))
+        ).all()
+        assert all((np.diff(row[mask]) > 0).all() for row, mask in zip(chosen, valid, strict=True))
+        assert candidates[np.arange(len(ids))[:, None], chosen][valid].all()
+    if tied:  # the ties reach the threshold: the comparison alone would pick more
+        keys = _TiedKeys(8).random(candidates.shape)
+        keys[~candidates] = np.inf
+        wanted = np.minimum(counts, 8)
+        threshold = np.sort(keys, axis=1)[np.arange(len(ids)), wanted - 1]
+        assert (((keys <= threshold[:, None]) & candidates).sum(axis=1) > wanted).any()
