@@ -18,6 +18,7 @@ from absl import logging
 
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.data.record_files import records_named_on_error
+from official_bert.training.optimization import AdamWeightDecay
 from official_bert.training.training_options import TrainingOptions
 
 
@@ -31,6 +32,15 @@ def _is_chief(strategy: tf.distribute.Strategy) -> bool:
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
+    """The scalar tf.clip_by_global_norm(gradients, clip_norm) multiplies every gradient by:
+    clip_norm / max(global norm, clip_norm), and NaN where the norm is not finite (so that a
+    step with an inf or NaN gradient gives NaN weights, as the clipped gradients would)."""
+    norm = tf.linalg.global_norm(gradients)
+    factor = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
+    return factor + (norm - norm)
 
 
 def _uses_float16(model: keras.Model) -> bool:
@@ -255,6 +265,9 @@ class Runner:
         replicas = strategy.num_replicas_in_sync
         micro_batches = self.settings.gradient_accumulation_steps
         variables = model.trainable_variables
+        # AdamWeightDecay takes the clip as a factor on the gradients it applies (one replica:
+        # it holds the factor while Keras merges the replicas' calls).
+        fold_clip = isinstance(optimizer, AdamWeightDecay) and replicas == 1
         # Filled while tracing: the indices of variables the loss does not reach (the pooler
         # when there is no next-sentence head, for SQuAD or tagging). They are left out of the
         # update, as the original optimizer skips None gradients (no weight decay on them).
@@ -312,6 +325,13 @@ class Runner:
                 # gradient instead, as one device would, then hand Keras parts that sum to it.
                 context = tf.distribute.get_replica_context()
                 gradients = context.all_reduce(tf.distribute.ReduceOp.SUM, gradients)
+            updated = [variables[i] for i in reached]
+            if clip_norm and fold_clip:
+                # The clip's factor goes to the optimizer, which multiplies each gradient by it
+                # as it applies it: one pass over the gradients fewer.
+                scale = _global_norm_clip_factor(gradients, clip_norm)
+                optimizer.apply_gradients(zip(gradients, updated, strict=True), scale)
+                return loss
             if clip_norm:
                 # Scaled gradients clipped at clip_norm * scale = unscaled ones clipped at
                 # clip_norm (the LossScaleOptimizer divides by the scale when it applies them).
@@ -319,7 +339,6 @@ class Runner:
                 gradients, _ = tf.clip_by_global_norm(gradients, limit)
             if replicas > 1:
                 gradients = [g / replicas for g in gradients]
-            updated = [variables[i] for i in reached]
             optimizer.apply_gradients(zip(gradients, updated, strict=True))
             return loss
 
