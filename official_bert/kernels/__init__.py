@@ -6,6 +6,7 @@ tested equal to it (tests/kernels/), and taken only when switched on.
   packed_bits_dropout       PackedBitsDropout: a dropout mask from half the random bits
   gelu_gradient             gelu_tanh: the tanh GELU with an XLA-fused gradient
   softmax_cross_entropy     sparse_softmax_cross_entropy on the oneDNN softmax
+  fused_adam                fused_adam_update: scale, weight decay and Adam in one XLA loop
   host_allocator            TensorFlow's BFC allocator for host memory
   inference_encoder         FusedInferenceEncoder: an encoder's eval forward, fused products
   switch                    use_fast_kernels / fast_kernels: the one switch
@@ -17,6 +18,7 @@ and a fast model have the same weights, variable names and checkpoint keys.
 
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
 from official_bert.kernels.folded_einsum_dense import FoldedEinsumDense
+from official_bert.kernels.fused_adam import fused_adam_update
 from official_bert.kernels.gelu_gradient import gelu_tanh
 from official_bert.kernels.host_allocator import prefer_bfc_cpu_allocator
 from official_bert.kernels.inference_encoder import FusedInferenceEncoder
@@ -32,6 +34,7 @@ __all__ = [
     "dropout_layer",
     "fast_kernels",
     "fast_kernels_enabled",
+    "fused_adam_update",
     "gelu_tanh",
     "prefer_bfc_cpu_allocator",
     "sparse_softmax_cross_entropy",
