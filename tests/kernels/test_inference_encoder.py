@@ -80,6 +80,30 @@ def test_float32_outputs_equal_the_keras_encoder(overrides, fast):
     _assert_outputs_close(graph_call(inputs), expected, atol=2e-5)
 
 
+@pytest.mark.parametrize("batch", [8, 11])
+def test_a_large_static_batch_runs_as_two_halves_with_the_same_outputs(batch):
+    """From SPLIT_BATCH rows on, a batch of static size is two chains (uneven for an odd
+    batch); each row's outputs are those of the Keras encoder and of one chain."""
+    with fast_kernels(True):
+        encoder = _encoder()
+    inputs = random_inputs(batch=batch, seq=16, vocab=100)
+    inputs["input_mask"][batch // 2 - 1, 5:] = 0  # padding on both sides of the split
+    inputs["input_mask"][batch // 2, 9:] = 0
+    inputs["input_type_ids"][batch // 2 :, 8:] = 1
+    fused = FusedInferenceEncoder(encoder)
+    assert batch >= fused.SPLIT_BATCH
+    spec = {name: tf.TensorSpec([batch, 16], tf.int32) for name in inputs}
+    split_call = tf.function(fused.__call__, input_signature=[spec])
+    graph = split_call.get_concrete_function().graph
+    # Two chains: each of the encoder's products is in the graph twice.
+    qkv_products = [op for op in graph.get_operations() if op.type == "MatMul"]
+    assert len(qkv_products) == 2 * (4 * len(fused.layers) + 1)
+    outputs = split_call(inputs)
+    _assert_outputs_close(outputs, encoder(inputs, training=False), atol=2e-5)
+    fused.SPLIT_BATCH = batch + 1  # the same batch as one chain (products blocked otherwise)
+    _assert_outputs_close(outputs, fused(inputs), atol=1e-5)
+
+
 def test_weights_are_a_copy_taken_when_built():
     encoder = _encoder()
     inputs = random_inputs(batch=2, seq=8)
