@@ -7,10 +7,9 @@ BERT-Base has 110M float32 weights, so each pass over them (or over their gradie
 moves 440 MB. The plain step makes several: the global-norm clip rescales every gradient (read
 and write), the weight decay reads the variable twice and writes it, then the fused Adam kernel
 reads variable, gradient and both moments and writes three of them. Here XLA compiles all of it
-into one loop that reads each of the four once and writes three: in a BERT-Base pre-training
-step on 2 CPU cores the update takes about two thirds of the plain path's time
-(bench/RESULTS.md). Written by hand because TensorFlow's Adam kernels take neither a gradient
-scale nor decoupled weight decay, and Keras's optimizers run each of those as separate ops.
+into one loop that reads each of the four once and writes three (measured in bench/RESULTS.md,
+train_step.py). Written by hand because TensorFlow's Adam kernels take neither a gradient scale
+nor decoupled weight decay, and Keras's optimizers run each of those as separate ops.
 """
 
 from __future__ import annotations

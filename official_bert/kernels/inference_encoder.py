@@ -221,9 +221,8 @@ class FusedInferenceEncoder(tf.Module):
         A batch of a static size of at least SPLIT_BATCH runs as two independent halves, joined
         at the end: with two chains in the graph TensorFlow's inter-op scheduler runs one half's
         softmax, LayerNorm and head transposes beside the other half's products instead of
-        between them (a batch of 8 or 32 x 128 tokens of BERT-Base in float32 on 2 CPU cores:
-        about 1.04-1.14x the latency of one chain; bench/RESULTS.md). Same values: every row
-        is computed alone."""
+        between them (measured in bench/RESULTS.md, encoder_latency.py). Same values: every
+        row is computed alone."""
         if training:
             raise ValueError("FusedInferenceEncoder is eval-only (no dropout): training=True")
         inputs = {name: tf.convert_to_tensor(inputs[name]) for name in _INPUT_NAMES}

@@ -37,7 +37,8 @@ def _is_chief(strategy: tf.distribute.Strategy) -> bool:
 def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
     """The scalar tf.clip_by_global_norm(gradients, clip_norm) multiplies every gradient by:
     clip_norm / max(global norm, clip_norm), and NaN where the norm is not finite (so that a
-    step with an inf or NaN gradient gives NaN weights, as the clipped gradients would)."""
+    step with an inf or NaN gradient gives NaN weights, as the clipped gradients would).
+    Computed here because TensorFlow returns only the clipped gradients, not the factor."""
     norm = tf.linalg.global_norm(gradients)
     factor = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
     return factor + (norm - norm)
