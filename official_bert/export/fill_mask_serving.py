@@ -49,7 +49,7 @@ class FillMaskServingModule(tf.Module):
         # Every part followed by [MASK], then the last one (after the last part) dropped.
         ids = parts.with_flat_values(tf.concat([pieces, masks], axis=1))
         ids = ids.merge_dims(1, 2)[:, :-1]
-        inputs = self.packer.pack_ids([ids])
+        inputs = self.packer.pack_ids([ids], pad_to_longest=True)
         is_mask = tf.logical_and(
             tf.equal(inputs["input_word_ids"], mask_id), tf.cast(inputs["input_mask"], tf.bool)
         )

@@ -90,7 +90,7 @@ class TaggerServingModule(tf.Module):
         )
         num_rows = tf.reduce_max(tf.concat([rows, [-1]], 0)) + 1
         inputs = self.packer.pack_ids(
-            [tf.RaggedTensor.from_value_rowids(pieces, rows, nrows=num_rows)]
+            [tf.RaggedTensor.from_value_rowids(pieces, rows, nrows=num_rows)], pad_to_longest=True
         )
         logits = self.model(inputs, training=False)
         # Each word's first piece: after [CLS] and the pieces of the row's earlier words.

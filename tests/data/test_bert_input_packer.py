@@ -126,3 +126,25 @@ def test_ties_trim_the_second_segment_and_single_texts_keep_their_start(minilm_d
 def test_too_short_max_seq_length_is_refused(minilm_dir):
     with pytest.raises(ValueError, match="at least 3"):
         BertInputPacker(str(minilm_dir / "vocab.txt"), 2)
+
+
+def test_pad_to_longest_keeps_the_packing_and_pads_to_a_multiple_of_eight(minilm_dir):
+    packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 32)
+    serve = tf.function(
+        lambda texts: packer(texts, pad_to_longest=True),
+        input_signature=[tf.TensorSpec([None], tf.string)],
+    )
+    words = "one two three four five six seven eight nine ten eleven twelve".split()
+    # Longest packed rows of 2 + n pieces (each word is one piece): 3 -> 8, 10 -> 16,
+    # 14 -> 16; 45 words are cut to the 32 of max_seq_length.
+    for counts, width in [([1], 8), ([8, 1, 3], 16), ([12, 2], 16), ([45, 3], 32)]:
+        texts = tf.constant([" ".join((words * 4)[:n]) for n in counts])
+        full, short = packer(texts), serve(texts)
+        for name in ("input_word_ids", "input_mask", "input_type_ids"):
+            assert short[name].shape == (len(counts), width), (counts, name)
+            np.testing.assert_array_equal(short[name], full[name][:, :width])
+            assert not np.any(full[name][:, width:])
+    # Pairs take the same rule; an empty batch packs to [0, 8].
+    pair = packer(tf.constant(["one two"]), tf.constant(["three"]), pad_to_longest=True)
+    np.testing.assert_array_equal(pair["input_type_ids"], [[0, 0, 0, 0, 1, 1, 0, 0]])
+    assert serve(tf.constant([], tf.string))["input_word_ids"].shape == (0, 8)

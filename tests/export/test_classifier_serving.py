@@ -1,0 +1,67 @@
+"""The raw-text classifier serving module packs each call to its longest text: the model then
+runs on short rows, and its probabilities equal those of max_seq_length rows (Keras encoder and
+FusedInferenceEncoder alike)."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from official_bert import kernels
+from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.export.classifier_serving import ClassifierServingModule, FusedClassifier
+from official_bert.models import BertClassifier, BertEncoder
+from tests.conftest import tiny_encoder_kwargs
+from tests.tiny_data import write_tiny_vocab
+
+MAX_SEQ_LENGTH = 48
+
+
+class _WidthReporting(ClassifierServingModule):
+    """Adds the packed rows' width to the outputs."""
+
+    def outputs(self, inputs):
+        width = tf.shape(inputs["input_word_ids"])[1]
+        return {**super().outputs(inputs), "width": width}
+
+
+@pytest.fixture(scope="module")
+def classifier_and_packer(tmp_path_factory):
+    vocab = tmp_path_factory.mktemp("vocab") / "vocab.txt"
+    write_tiny_vocab(vocab)
+    with kernels.fast_kernels(True):
+        model = BertClassifier(BertEncoder(**tiny_encoder_kwargs()), 3)
+        model.build()
+    return model, BertInputPacker(str(vocab), MAX_SEQ_LENGTH)
+
+
+@pytest.mark.parametrize("fused", [False, True])
+def test_rows_are_as_long_as_the_longest_text_and_probabilities_do_not_change(
+    classifier_and_packer, fused
+):
+    model, packer = classifier_and_packer
+    if fused:
+        model = FusedClassifier(model, "float32")
+    labels = ["a", "b", "c"]
+    short_rows, long_rows = (
+        _WidthReporting(model, packer, labels, takes_pairs=True, pad_to_longest=pad).signature()
+        for pad in (True, False)
+    )
+    cases = [
+        # ([CLS] a [SEP] b [SEP]) of 2 + 3 + 2 pieces -> a row of 8.
+        (["the movie was", "good"], ["fun", "it was very dull"], 8),
+        # 1 + 10 + 1 + 3 + 1 pieces -> 16.
+        (["the plot of this film was boring and very dull"], ["loved it ."], 16),
+        # Longer than max_seq_length: trimmed to it as before.
+        ([" ".join(["great"] * 40), "bad"], [" ".join(["awful"] * 30), "fox"], MAX_SEQ_LENGTH),
+    ]
+    served = []
+    for text_a, text_b, width in cases:
+        short = short_rows(tf.constant(text_a), tf.constant(text_b))
+        full = long_rows(tf.constant(text_a), tf.constant(text_b))
+        assert int(short["width"]) == width
+        assert int(full["width"]) == MAX_SEQ_LENGTH
+        np.testing.assert_allclose(short["probabilities"], full["probabilities"], atol=2e-6)
+        np.testing.assert_array_equal(short["labels"], full["labels"])
+        served.append(full["probabilities"].numpy())
+    # The texts move the probabilities (the comparison above is not of constants).
+    assert np.ptp(np.concatenate(served), axis=0).max() > 1e-6
