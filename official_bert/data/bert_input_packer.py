@@ -16,11 +16,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from official_bert.data.record_batches import trimmed_length
 from official_bert.tokenization import FastWordpieceBertTokenizer
-
-# With pad_to_longest, rows are padded to the longest row rounded up to a multiple of this: few
-# distinct shapes (oneDNN builds and caches a kernel per product shape) for at most 7 pads.
-LONGEST_ROW_MULTIPLE = 8
 
 
 class BertInputPacker(tf.Module):
@@ -72,9 +69,9 @@ class BertInputPacker(tf.Module):
           seq_length: the padded length, an int or an int32 scalar tensor (default:
             `max_seq_length`); the texts are trimmed to fit it either way.
           pad_to_longest: pad only to the batch's longest packed row, rounded up to a
-            multiple of LONGEST_ROW_MULTIPLE and at most `seq_length` (for inference: an
-            encoder's outputs at real positions do not depend on how much padding follows,
-            and short texts then cost a short row).
+            multiple of 8 and at most `seq_length` (record_batches.trimmed_length, as the
+            fine-tuning pipelines cut their batches): an encoder's outputs at real positions do
+            not depend on how much padding follows, and short texts then cost short rows.
 
         Returns:
           {"input_word_ids", "input_mask", "input_type_ids"}: int32 [batch, seq_length], or
@@ -92,13 +89,13 @@ class BertInputPacker(tf.Module):
         ids, type_ids = tf_text.combine_segments(
             trimmed, start_of_sequence_id=self._cls_id, end_of_segment_id=self._sep_id
         )
-        if pad_to_longest:
-            longest = tf.reduce_max(tf.concat([ids.row_lengths(), [1]], 0))
-            multiple = tf.constant(LONGEST_ROW_MULTIPLE, longest.dtype)
-            rounded = (longest + multiple - 1) // multiple * multiple
-            seq_length = tf.minimum(rounded, tf.cast(seq_length, longest.dtype))
         input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
         input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+        if pad_to_longest:
+            length = trimmed_length(input_mask, seq_length)
+            input_word_ids, input_mask, input_type_ids = (
+                tensor[:, :length] for tensor in (input_word_ids, input_mask, input_type_ids)
+            )
         return {
             "input_word_ids": tf.cast(input_word_ids, tf.int32),
             "input_mask": tf.cast(input_mask, tf.int32),

@@ -95,8 +95,11 @@ def batched_records(
     return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def trimmed_length(input_mask: tf.Tensor, max_seq_length: int) -> tf.Tensor:
+def trimmed_length(input_mask: tf.Tensor, max_seq_length: int | tf.Tensor) -> tf.Tensor:
     """The sequence length a batch can be cut to: its longest real example (input_mask int
-    [batch, seq]) rounded up to a multiple of 8, at most max_seq_length; int32 scalar."""
-    longest = tf.reduce_max(tf.reduce_sum(input_mask, axis=1))
-    return tf.minimum((longest + 7) // 8 * 8, max_seq_length)
+    [batch, seq]) rounded up to a multiple of 8, at most max_seq_length (8 for an empty
+    batch); a scalar of input_mask's dtype. The multiple keeps the distinct shapes few (oneDNN
+    builds and caches a kernel per product shape) for at most 7 positions of padding."""
+    lengths = tf.reduce_sum(input_mask, axis=1)
+    longest = tf.reduce_max(tf.concat([lengths, tf.ones([1], lengths.dtype)], axis=0))
+    return tf.minimum((longest + 7) // 8 * 8, tf.cast(max_seq_length, lengths.dtype))
