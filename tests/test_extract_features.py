@@ -6,11 +6,13 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig
 from official_bert.data.feature_extraction_inputs import convert_text_examples, read_text_examples
 from official_bert.models import BertEncoder
+from official_bert.tasks.feature_extraction import extract_features
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import REPO_ROOT
 
@@ -232,3 +234,46 @@ def test_bad_scalar_mix_weights_are_a_clear_error(
     assert result.returncode != 0
     assert fragment in result.stderr, result.stderr[-2000:]
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_each_batch_runs_as_long_as_its_longest_line(original_tiny_dir, tmp_path):
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    load_bert_weights(encoder, str(original_tiny_dir / "bert_model.ckpt"))
+    widths = []
+
+    def width_recording_encoder(inputs, training=False):
+        width = tf.numpy_function(
+            lambda w: (widths.append(int(w)), w)[1],
+            [tf.shape(inputs["input_word_ids"])[1]],
+            tf.int32,
+        )
+        with tf.control_dependencies([width]):
+            return encoder(inputs, training=training)
+
+    text = tmp_path / "input.txt"
+    # Two lines of 5-7 pieces, then two of 12-14 pieces: batches of 2 cut to 8, then 16.
+    text.write_text(
+        "the man went .\nhe bought milk .\n"
+        "the man went to the store and he bought a gallon of milk .\n"
+        "he bought milk ||| and a loaf of bread at the store .\n"
+    )
+    tokenizer = FullTokenizer(str(original_tiny_dir / "vocab.txt"), do_lower_case=True)
+    features = list(convert_text_examples(read_text_examples(str(text)), tokenizer, 64))
+    output = tmp_path / "features.jsonl"
+    extract_features(width_recording_encoder, features, [-1], str(output), batch_size=2)
+    assert widths == [8, 16]
+    full = encoder(
+        {
+            "input_word_ids": np.array([f.input_ids for f in features], np.int32),
+            "input_mask": np.array([f.input_mask for f in features], np.int32),
+            "input_type_ids": np.array([f.input_type_ids for f in features], np.int32),
+        },
+        training=False,
+    )["sequence_output"].numpy()
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [len(line["features"]) for line in lines] == [len(f.tokens) for f in features]
+    for row, line in enumerate(lines):
+        values = [token["layers"][0]["values"] for token in line["features"]]
+        np.testing.assert_allclose(values, full[row, : len(values)], atol=2e-6)

@@ -77,7 +77,8 @@ def line_outputs(
 
     `trim_padding` cuts each batch to its longest row (rounded up to a multiple of 8, as
     record_batches.trimmed_length): the outputs at real tokens do not depend on padding, so
-    short sentences run several times faster, at the price of a trace per length.
+    short sentences run several times faster (the forward function is traced for the first two
+    lengths, then for any: reduce_retracing).
     """
     pending = None  # the arrays of the line whose windows are being put together
     for batch in _batches(features, batch_size):
@@ -126,6 +127,9 @@ def extract_features(
     ignored), each token has one entry instead, {"index": "scalar_mix", "values": [...]}: the
     mix of every layer's output at that token.
 
+    Batches are cut to their longest line (line_outputs' trim_padding): the same values to float
+    rounding, faster for lines shorter than max_seq_length.
+
     The file is written under a temporary name and renamed when complete. Returns the number of
     examples written.
     """
@@ -135,7 +139,8 @@ def extract_features(
     written = 0
     start = time.time()
     with atomic_output(output_file) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
-        for unique_id, line_tokens, layer_values in line_outputs(forward, features, batch_size):
+        lines = line_outputs(forward, features, batch_size, trim_padding=True)
+        for unique_id, line_tokens, layer_values in lines:
             tokens = []
             for position, token in enumerate(line_tokens):
                 layers = [
