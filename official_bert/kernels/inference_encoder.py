@@ -218,18 +218,29 @@ class FusedInferenceEncoder(tf.Module):
         """inputs: BertEncoder's dict; `training` is accepted as BertEncoder's, and must be
         false: there is no dropout here.
 
-        A batch of a static size of at least SPLIT_BATCH runs as two independent halves, joined
-        at the end: with two chains in the graph TensorFlow's inter-op scheduler runs one half's
-        softmax, LayerNorm and head transposes beside the other half's products instead of
-        between them (measured in bench/RESULTS.md, encoder_latency.py). Same values: every
-        row is computed alone."""
+        A batch of at least SPLIT_BATCH rows runs as two independent halves, joined at the end:
+        with two chains in the graph TensorFlow's inter-op scheduler runs one half's softmax,
+        LayerNorm and head transposes beside the other half's products instead of between
+        them (measured in bench/RESULTS.md, encoder_latency.py). A batch whose size the graph
+        does not know (a serving signature's) chooses at run time, with both chains in the
+        graph. Same values: every row is computed alone."""
         if training:
             raise ValueError("FusedInferenceEncoder is eval-only (no dropout): training=True")
         inputs = {name: tf.convert_to_tensor(inputs[name]) for name in _INPUT_NAMES}
         batch = inputs["input_word_ids"].shape[0]
-        if batch is None or batch < self.SPLIT_BATCH:
+        if batch is None:
+            rows = tf.shape(inputs["input_word_ids"])[0]
+            return tf.cond(
+                rows >= self.SPLIT_BATCH,
+                lambda: self._forward_in_halves(inputs, rows // 2),
+                lambda: self._forward(inputs),
+            )
+        if batch < self.SPLIT_BATCH:
             return self._forward(inputs)
-        half = batch // 2
+        return self._forward_in_halves(inputs, batch // 2)
+
+    def _forward_in_halves(self, inputs: dict, half) -> dict:
+        """_forward on rows [:half] and [half:] as two chains, outputs joined."""
         first = self._forward({name: value[:half] for name, value in inputs.items()})
         second = self._forward({name: value[half:] for name, value in inputs.items()})
         return tf.nest.map_structure(lambda a, b: tf.concat([a, b], 0), first, second)

@@ -104,6 +104,29 @@ def test_a_large_static_batch_runs_as_two_halves_with_the_same_outputs(batch):
     _assert_outputs_close(outputs, fused(inputs), atol=1e-5)
 
 
+def test_a_batch_of_unknown_size_chooses_halves_when_it_runs():
+    """A serving signature's batch (None when traced): both chains are in the graph and the
+    batch's size picks one at run time; outputs equal the Keras encoder's either way."""
+    with fast_kernels(True):
+        encoder = _encoder()
+    fused = FusedInferenceEncoder(encoder)
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in names}
+    serve = tf.function(fused.__call__, input_signature=[spec])
+    graph = serve.get_concrete_function().graph
+    (choice,) = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+    products = [
+        sum(node.op == "MatMul" for node in library[choice.get_attr(branch).name].node_def)
+        for branch in ("then_branch", "else_branch")
+    ]
+    assert products == [2 * (4 * len(fused.layers) + 1), 4 * len(fused.layers) + 1]
+    for batch in (fused.SPLIT_BATCH + 3, fused.SPLIT_BATCH - 1):
+        inputs = random_inputs(batch=batch, seq=16, vocab=100)
+        inputs["input_mask"][batch // 2, 9:] = 0
+        _assert_outputs_close(serve(inputs), encoder(inputs, training=False), atol=2e-5)
+
+
 def test_weights_are_a_copy_taken_when_built():
     encoder = _encoder()
     inputs = random_inputs(batch=2, seq=8)
