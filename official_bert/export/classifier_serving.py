@@ -10,29 +10,8 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
-from official_bert.kernels.inference_encoder import FusedInferenceEncoder
-
-
-class FusedClassifier(tf.Module):
-    """A BertClassifier's eval forward with its encoder as FusedInferenceEncoder: inputs (the
-    encoder's dict) -> logits [batch, num_classes] from the model's own head. Holds the fused
-    encoder's weights and the head's, not the Keras encoder's (the SavedModel stores one copy)."""
-
-    def __init__(self, model, dtype: str, name: str | None = None):
-        super().__init__(name=name)
-        for part in ("encoder", "classifier"):
-            if not hasattr(model, part):
-                raise ValueError(
-                    f"a fused serving encoder needs a BertClassifier (encoder + classifier "
-                    f"head); got {type(model).__name__}"
-                )
-        self.encoder = FusedInferenceEncoder(model.encoder, dtype=dtype)
-        self.classifier = model.classifier
-
-    def __call__(self, inputs, training=None):
-        pooled_output = self.encoder(inputs, training=training)["pooled_output"]
-        return self.classifier(pooled_output, training=False)
 
 
 class ClassifierServingModule(tf.Module):
@@ -109,14 +88,14 @@ def export_classifier_serving_model(
       labels: label names by id (None for regression); `labels.txt` is written beside.
       takes_pairs: True for (text_a, text_b) tasks, False for one text.
       encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves its
-        encoder as FusedInferenceEncoder with weights in that dtype (FusedClassifier).
+        encoder as FusedInferenceEncoder with weights in that dtype (FusedEncoderModel).
       pad_to_longest: pack each call to its longest text (True) or to max_seq_length.
 
     Returns:
       export_dir.
     """
     if encoder_dtype is not None:
-        model = FusedClassifier(model, encoder_dtype)
+        model = FusedEncoderModel(model, encoder_dtype)
     module = ClassifierServingModule(
         model, packer, labels, takes_pairs, pad_to_longest=pad_to_longest
     )

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.classifier_serving import ClassifierServingModule
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
 
 
@@ -67,6 +68,7 @@ def export_multi_label_serving_model(
     label_separator: str,
     takes_pairs: bool,
     export_dir: str,
+    encoder_dtype: str | None = None,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete),
     with `assets.extra/labels.txt` and `assets.extra/label_thresholds.json` ({"labels",
@@ -79,10 +81,14 @@ def export_multi_label_serving_model(
       thresholds: float [num_labels], the decision threshold of each label's probability.
       label_separator: what joins the names in the "labels" output.
       takes_pairs: True for (text_a, text_b) tasks.
+      encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves its
+        encoder as FusedInferenceEncoder with weights in that dtype (FusedEncoderModel).
 
     Returns:
       export_dir.
     """
+    if encoder_dtype is not None:
+        model = FusedEncoderModel(model, encoder_dtype)
     module = MultiLabelServingModule(
         model, packer, labels, thresholds, label_separator, takes_pairs
     )

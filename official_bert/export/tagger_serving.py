@@ -22,6 +22,7 @@ from official_bert.evaluation.tagging_metrics import (
     is_span_tag_set,
     split_tag,
 )
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
 
 
@@ -170,7 +171,11 @@ class TaggerServingModule(tf.Module):
 
 
 def export_tagger_serving_model(
-    model, packer: BertInputPacker, labels: list[str], export_dir: str
+    model,
+    packer: BertInputPacker,
+    labels: list[str],
+    export_dir: str,
+    encoder_dtype: str | None = None,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete),
     with `assets.extra/labels.txt` beside.
@@ -180,10 +185,15 @@ def export_tagger_serving_model(
         [batch, seq_length, len(labels)]).
       packer: the BertInputPacker the model was fine-tuned with (same vocab, casing, length).
       labels: the tag names by id.
+      encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves a
+        BertTokenTagger's encoder as FusedInferenceEncoder with weights in that dtype
+        (FusedEncoderModel).
 
     Returns:
       export_dir.
     """
+    if encoder_dtype is not None:
+        model = FusedEncoderModel(model, encoder_dtype)
     module = TaggerServingModule(model, packer, labels)
     save_atomically(
         module,

@@ -34,8 +34,12 @@ class BertClassifier(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        pooled_output = self.encoder(inputs, training=training)["pooled_output"]
-        return self.classifier(pooled_output, training=training)
+        return self.heads(self.encoder(inputs, training=training), training=training)
+
+    def heads(self, encoder_outputs: dict, training=None):
+        """The head on BertEncoder's outputs dict: logits [batch, num_classes] from
+        `pooled_output` (a serving export runs it on FusedInferenceEncoder's outputs)."""
+        return self.classifier(encoder_outputs["pooled_output"], training=training)
 
     # === Config ===
     def get_config(self):

@@ -36,8 +36,12 @@ class BertTokenTagger(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        sequence_output = self.encoder(inputs, training=training)["sequence_output"]
-        return self.tagger(sequence_output, training=training)
+        return self.heads(self.encoder(inputs, training=training), training=training)
+
+    def heads(self, encoder_outputs: dict, training=None):
+        """The head on BertEncoder's outputs dict: logits [batch, seq_length, num_tags] from
+        `sequence_output` (a serving export runs it on FusedInferenceEncoder's outputs)."""
+        return self.tagger(encoder_outputs["sequence_output"], training=training)
 
     # === Config ===
     def get_config(self):

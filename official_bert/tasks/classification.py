@@ -84,9 +84,10 @@ class ClassifierOptions(FinetuningOptions):
     serving_dtype: str = option(
         "float32",
         choices=("float32", "bfloat16"),
-        help="The classification serving model's encoder, with --fast_kernels (fine-tuned "
-        "models): FusedInferenceEncoder with its weights in this dtype; bfloat16 is about 1.5x "
-        "faster on CPUs with AVX512_BF16 or AMX (probabilities within ~1e-2).",
+        help="The serving model's encoder (classification, multi-label, tagging), with "
+        "--fast_kernels (fine-tuned models): FusedInferenceEncoder with its weights in this "
+        "dtype; bfloat16 is about 1.5x faster on CPUs with AVX512_BF16 or AMX (probabilities "
+        "within ~1e-2).",
     )
     doc_stride: int | None = option(
         None,
@@ -348,29 +349,28 @@ class ClassificationTask(FinetuningTask):
         self.packer: BertInputPacker | None = None
         self.records: dict[str, ClassifierRecords | None] = {}
 
-    # Whether export() writes export_classifier_serving_model (whose encoder can be the fused
-    # one, --serving_dtype); the tagging and multi-label tasks write their own serving models.
-    exports_fused_classifier = True
-
     def validate(self) -> None:
         validate_classifier_options(self.options)
         options = self.options
-        if options.serving_dtype != "float32":
-            if not self.exports_fused_classifier:
-                raise ValueError(
-                    f"`serving_dtype={options.serving_dtype}` is for the single-label "
-                    "classification serving model; this task's serving model runs float32"
-                )
-            if (
-                not options.fast_kernels
-                or options.feature_mode != "finetune"
-                or options.hub_module_handle
-            ):
-                raise ValueError(
-                    f"`serving_dtype={options.serving_dtype}` needs `fast_kernels` and "
-                    "`feature_mode=finetune` without `hub_module_handle` (the serving encoder "
-                    "is then FusedInferenceEncoder)"
-                )
+        if options.serving_dtype != "float32" and (
+            not options.fast_kernels
+            or options.feature_mode != "finetune"
+            or options.hub_module_handle
+        ):
+            raise ValueError(
+                f"`serving_dtype={options.serving_dtype}` needs `fast_kernels` and "
+                "`feature_mode=finetune` without `hub_module_handle` (the serving encoder "
+                "is then FusedInferenceEncoder)"
+            )
+
+    def serving_encoder_dtype(self, model) -> str | None:
+        """--serving_dtype where the serving export runs `model`'s encoder as
+        FusedInferenceEncoder (--fast_kernels, heads on a BertEncoder: FusedEncoderModel);
+        None where it serves the Keras model as it is (a TF Hub encoder, a frozen-feature
+        head, --fast_kernels=false)."""
+        fused = self.options.fast_kernels and hasattr(model, "heads")
+        fused = fused and isinstance(getattr(model, "encoder", None), BertEncoder)
+        return self.options.serving_dtype if fused else None
 
     def prepare(self, strategy) -> None:
         super().prepare(strategy)
@@ -445,16 +445,13 @@ class ClassificationTask(FinetuningTask):
                 "are made by run_classifier.py's eval and predict only",
                 options.max_seq_length,
             )
-        # A TF Hub encoder (--hub_module_handle) is served as it is.
-        fused = options.fast_kernels and isinstance(runner.model, BertClassifier)
-        fused = fused and isinstance(runner.model.encoder, BertEncoder)
         return export_classifier_serving_model(
             runner.model,
             self.packer,
             self.labels,
             self.processor.takes_pairs,
             export_dir,
-            encoder_dtype=options.serving_dtype if fused else None,
+            encoder_dtype=self.serving_encoder_dtype(runner.model),
         )
 
     def _example_outputs(self, runner: Runner, split: str, batch_size: int) -> dict:

@@ -103,8 +103,6 @@ class MultiLabelClassificationTask(ClassificationTask):
       serving_model/: returns probabilities, label_indicators and the predicted label names.
     """
 
-    exports_fused_classifier = False
-
     kind = "multi-label classification"
 
     def __init__(self, options: ClassifierOptions, processor):
@@ -206,6 +204,7 @@ class MultiLabelClassificationTask(ClassificationTask):
             self.label_separator,
             self.processor.takes_pairs,
             export_dir,
+            encoder_dtype=self.serving_encoder_dtype(runner.model),
         )
 
     def _usable_thresholds(self, runner: Runner) -> np.ndarray:

@@ -73,8 +73,6 @@ class TaggingTask(ClassificationTask):
     output_dir/serving_model unless export_dir says otherwise, '' skips it).
     """
 
-    exports_fused_classifier = False
-
     kind = "token tagging"
     encode_examples = staticmethod(encode_tagged_sentences)
     encode_windows = staticmethod(encode_tagged_windows)
@@ -105,7 +103,13 @@ class TaggingTask(ClassificationTask):
         if options.export_dir == "":
             return None
         export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
-        return export_tagger_serving_model(runner.model, self.packer, self.labels, export_dir)
+        return export_tagger_serving_model(
+            runner.model,
+            self.packer,
+            self.labels,
+            export_dir,
+            encoder_dtype=self.serving_encoder_dtype(runner.model),
+        )
 
     def evaluate(self, runner) -> dict:
         options, labels = self.options, self.labels

@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from official_bert import kernels
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.export.classifier_serving import ClassifierServingModule, FusedClassifier
+from official_bert.export.classifier_serving import ClassifierServingModule
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.models import BertClassifier, BertEncoder
 from tests.conftest import tiny_encoder_kwargs
 from tests.tiny_data import write_tiny_vocab
@@ -40,7 +41,7 @@ def test_rows_are_as_long_as_the_longest_text_and_probabilities_do_not_change(
 ):
     model, packer = classifier_and_packer
     if fused:
-        model = FusedClassifier(model, "float32")
+        model = FusedEncoderModel(model, "float32")
     labels = ["a", "b", "c"]
     short_rows, long_rows = (
         _WidthReporting(model, packer, labels, takes_pairs=True, pad_to_longest=pad).signature()

@@ -70,10 +70,15 @@ def test_nothing_asked_is_still_an_error(tiny_task, tmp_path):
         run_classifier(_options(tiny_task, tmp_path / "out"))
 
 
-def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_path):
+MULTI_LABEL = dict(multi_label=True, processor_kwargs=dict(labels=["neg", "pos"], multi_label=True))
+
+
+@pytest.mark.parametrize("task", [{}, MULTI_LABEL], ids=["single_label", "multi_label"])
+def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_path, task):
     """The same model (from --init_checkpoint, a random head with seed 1) served three ways:
     the Keras model (--fast_kernels=false), FusedInferenceEncoder in float32 (the default) and
-    with bfloat16 weights (--serving_dtype=bfloat16)."""
+    with bfloat16 weights (--serving_dtype=bfloat16); single-label (softmax) and multi-label
+    (per-label sigmoid) serving models alike."""
     served = {}
     for name, overrides in (
         ("keras", dict(fast_kernels=False)),
@@ -82,7 +87,11 @@ def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_p
     ):
         run_classifier(
             _options(
-                tiny_task, tmp_path / name, export_dir=str(tmp_path / f"{name}_sm"), **overrides
+                tiny_task,
+                tmp_path / name,
+                export_dir=str(tmp_path / f"{name}_sm"),
+                **overrides,
+                **task,
             )
         )
         served[name] = np.array(
@@ -103,10 +112,6 @@ def test_serving_dtype_bfloat16_where_it_cannot_apply(tiny_task, tmp_path):
     for overrides, fragment in (
         (dict(fast_kernels=False), "needs `fast_kernels`"),
         (dict(feature_mode="frozen_last"), "needs `fast_kernels` and `feature_mode=finetune`"),
-        (
-            dict(multi_label=True, processor_kwargs=dict(labels=["neg", "pos"], multi_label=True)),
-            "single-label classification serving model",
-        ),
     ):
         with pytest.raises(ValueError, match=fragment):
             run_classifier(
