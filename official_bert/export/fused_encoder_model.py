@@ -10,7 +10,7 @@ from official_bert.models import BertEncoder
 
 
 class FusedEncoderModel(tf.Module):
-    """`model(inputs)` of a fine-tuned BertClassifier or BertTokenTagger (a model with an
+    """`model(inputs)` of a fine-tuned BertClassifier, BertTokenTagger or BertSpanLabeler (a model with an
     `encoder` BertEncoder and a `heads(encoder_outputs, training)` method), eval mode, with the
     encoder run as FusedInferenceEncoder: the same outputs to float rounding (float32), fused
     products, and with dtype "bfloat16" weights stored in bfloat16.
@@ -22,14 +22,18 @@ class FusedEncoderModel(tf.Module):
     returns, e.g. logits [batch, num_classes] or [batch, seq_length, num_tags].
     """
 
+    @staticmethod
+    def can_run(model) -> bool:
+        """Whether `model` has what this needs: an `encoder` BertEncoder (not a TF Hub encoder)
+        and a `heads` method (not a frozen-feature head)."""
+        return hasattr(model, "heads") and isinstance(getattr(model, "encoder", None), BertEncoder)
+
     def __init__(self, model, dtype: str, name: str | None = None):
         super().__init__(name=name)
-        if not hasattr(model, "heads") or not isinstance(
-            getattr(model, "encoder", None), BertEncoder
-        ):
+        if not self.can_run(model):
             raise ValueError(
                 "a fused serving encoder needs a model of a BertEncoder with a `heads` method "
-                f"(BertClassifier, BertTokenTagger); got {type(model).__name__}"
+                f"(BertClassifier, BertTokenTagger, BertSpanLabeler); got {type(model).__name__}"
             )
         self.encoder = FusedInferenceEncoder(model.encoder, dtype=dtype)
         # Tracked so that a SavedModel holds the heads' variables; the encoder's stay out.

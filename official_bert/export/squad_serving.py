@@ -23,6 +23,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
 
 # The original run_squad.py's whitespace (read_squad_examples): runs of these join the answer's
@@ -327,17 +328,22 @@ def export_squad_serving_model(
     max_answer_length: int,
     version_2_with_negative: bool,
     null_score_diff_threshold: float,
+    encoder_dtype: str | None = None,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete).
 
     Args:
       model: a built BertSpanLabeler (start_logits, end_logits float32 [batch, seq_length]).
       packer: a BertInputPacker with the model's vocab, casing and max_seq_length.
+      encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves its
+        encoder as FusedInferenceEncoder with weights in that dtype (FusedEncoderModel).
       the rest: run_squad.py's flags of the same names, as the predict path uses them.
 
     Returns:
       export_dir.
     """
+    if encoder_dtype is not None:
+        model = FusedEncoderModel(model, encoder_dtype)
     module = SquadServingModule(
         model,
         packer,

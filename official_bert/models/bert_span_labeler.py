@@ -32,6 +32,11 @@ class BertSpanLabeler(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        sequence_output = self.encoder(inputs, training=training)["sequence_output"]
-        start_logits, end_logits = self.span(sequence_output)
+        return self.heads(self.encoder(inputs, training=training), training=training)
+
+    def heads(self, encoder_outputs: dict, training=None):
+        """The span head on BertEncoder's outputs dict: {"start_logits", "end_logits"} float32
+        [batch, seq_length] from `sequence_output` (a serving export runs it on
+        FusedInferenceEncoder's outputs)."""
+        start_logits, end_logits = self.span(encoder_outputs["sequence_output"])
         return {"start_logits": start_logits, "end_logits": end_logits}

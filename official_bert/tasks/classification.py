@@ -26,7 +26,8 @@ from official_bert.data.classification.features import (
 from official_bert.data.tagging.character_ner import CHARACTER_NER_TASK_NAMES
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
-from official_bert.models import BertClassifier, BertEncoder, FeatureBasedClassifier
+from official_bert.export.fused_encoder_model import FusedEncoderModel
+from official_bert.models import BertClassifier, FeatureBasedClassifier
 from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
 from official_bert.tasks.classification_objective import (
@@ -368,8 +369,7 @@ class ClassificationTask(FinetuningTask):
         FusedInferenceEncoder (--fast_kernels, heads on a BertEncoder: FusedEncoderModel);
         None where it serves the Keras model as it is (a TF Hub encoder, a frozen-feature
         head, --fast_kernels=false)."""
-        fused = self.options.fast_kernels and hasattr(model, "heads")
-        fused = fused and isinstance(getattr(model, "encoder", None), BertEncoder)
+        fused = self.options.fast_kernels and FusedEncoderModel.can_run(model)
         return self.options.serving_dtype if fused else None
 
     def prepare(self, strategy) -> None:

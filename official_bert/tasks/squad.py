@@ -30,6 +30,7 @@ from official_bert.evaluation.squad_scoring import (
     squad_v2_scores,
     tune_no_answer_threshold,
 )
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.models import BertSpanLabeler
 from official_bert.option_flags import option
@@ -305,6 +306,13 @@ class SquadTask(FinetuningTask):
             max_answer_length=options.max_answer_length,
             version_2_with_negative=options.version_2_with_negative,
             null_score_diff_threshold=null_score_diff_threshold,
+            # The fused encoder where it can run (--fast_kernels, a BertEncoder): the same
+            # logits to float rounding, faster.
+            encoder_dtype=(
+                "float32"
+                if options.fast_kernels and FusedEncoderModel.can_run(runner.model)
+                else None
+            ),
         )
 
     def predict(self, runner) -> dict:

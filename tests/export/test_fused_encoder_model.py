@@ -7,7 +7,13 @@ import tensorflow as tf
 
 from official_bert import kernels
 from official_bert.export.fused_encoder_model import FusedEncoderModel
-from official_bert.models import BertClassifier, BertEncoder, BertPretrainer, BertTokenTagger
+from official_bert.models import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenTagger,
+)
 from tests.conftest import random_inputs, tiny_encoder_kwargs
 
 
@@ -38,6 +44,18 @@ def test_outputs_equal_the_keras_model_in_float32_and_bfloat16(kind):
     in_bfloat16 = FusedEncoderModel(model, "bfloat16")(inputs)
     error = np.abs(tf.cast(in_bfloat16, tf.float32).numpy() - expected).max()
     assert 0 < error < 2e-2 * np.abs(expected).max(), error  # bfloat16 keeps 8 bits
+
+
+def test_span_logits_equal_the_keras_span_labeler():
+    with kernels.fast_kernels(True):
+        model = BertSpanLabeler(BertEncoder(**tiny_encoder_kwargs()))
+        model.build()
+    inputs = random_inputs(batch=3, seq=16, vocab=100)
+    expected = model(inputs, training=False)
+    served = FusedEncoderModel(model, "float32")(inputs)
+    assert set(served) == {"start_logits", "end_logits"}
+    for name, logits in served.items():
+        np.testing.assert_allclose(logits.numpy(), expected[name].numpy(), atol=2e-5)
 
 
 def test_a_saved_model_of_it_holds_the_fused_encoder_and_the_heads_only(tmp_path):
