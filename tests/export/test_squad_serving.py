@@ -169,21 +169,48 @@ def test_v1_cased_answers_equal_the_predict_path(minilm_dir, tmp_path):
     _assert_spans_locate_answers(served)
 
 
-def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, tmp_path):
-    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
-    # Only --export_dir: the checkpoint in output_dir is restored and served.
-    _, again, results = _run(
+def _export_only(minilm_dir, tmp_path, name, **overrides):
+    """run_squad with only --export_dir (output_dir's checkpoint restored): (served, results)."""
+    _, served, results = _run(
         minilm_dir,
         tmp_path,
         do_lower_case=False,
         do_train=False,
         do_predict=False,
-        export_dir=str(tmp_path / "serving_later"),
-        serving_dir=tmp_path / "serving_later",
+        export_dir=str(tmp_path / name),
+        serving_dir=tmp_path / name,
+        **overrides,
     )
+    return served, results
+
+
+def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, tmp_path):
+    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
+    # Only --export_dir: the checkpoint in output_dir is restored and served.
+    again, results = _export_only(minilm_dir, tmp_path, "serving_later")
     assert results["history"] == [] and results["export_dir"] == str(tmp_path / "serving_later")
     assert again["answer"] == served["answer"]
     np.testing.assert_allclose(again["score"], served["score"], atol=1e-5)
+    # The same checkpoint with the encoder's weights in bfloat16 (--serving_dtype): scores
+    # within bfloat16's precision, a smaller SavedModel.
+    in_bfloat16, _ = _export_only(minilm_dir, tmp_path, "serving_bf16", serving_dtype="bfloat16")
+    error = np.abs(np.array(in_bfloat16["score"]) - served["score"]).max()
+    assert 0 < error < 2e-2 * np.abs(served["score"]).max() + 1e-2, error
+
+    def variables_size(directory):
+        return sum(f.stat().st_size for f in (directory / "variables").iterdir())
+
+    assert variables_size(tmp_path / "serving_bf16") < 0.7 * variables_size(tmp_path / "serving")
+    with pytest.raises(ValueError, match="needs `fast_kernels`"):
+        _run(
+            minilm_dir,
+            tmp_path,
+            do_train=False,
+            do_predict=False,
+            export_dir=str(tmp_path / "refused"),
+            serving_dtype="bfloat16",
+            fast_kernels=False,
+        )
 
 
 # === The module alone, over logits made from the inputs (no training), on hard text ===
