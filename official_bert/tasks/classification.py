@@ -26,7 +26,6 @@ from official_bert.data.classification.features import (
 from official_bert.data.tagging.character_ner import CHARACTER_NER_TASK_NAMES
 from official_bert.evaluation.glue_metrics import glue_metrics
 from official_bert.export.classifier_serving import export_classifier_serving_model
-from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.models import BertClassifier, FeatureBasedClassifier
 from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
@@ -39,10 +38,12 @@ from official_bert.tasks.finetuning import (
     FinetuningOptions,
     FinetuningSetup,
     FinetuningTask,
+    check_serving_dtype,
     create_encoder,
     epoch_train_steps,
     initialize_weights,
     model_vocab_size,
+    serving_encoder_dtype,
     train_dataset_fn,
     validate_finetuning_options,
 )
@@ -352,25 +353,7 @@ class ClassificationTask(FinetuningTask):
 
     def validate(self) -> None:
         validate_classifier_options(self.options)
-        options = self.options
-        if options.serving_dtype != "float32" and (
-            not options.fast_kernels
-            or options.feature_mode != "finetune"
-            or options.hub_module_handle
-        ):
-            raise ValueError(
-                f"`serving_dtype={options.serving_dtype}` needs `fast_kernels` and "
-                "`feature_mode=finetune` without `hub_module_handle` (the serving encoder "
-                "is then FusedInferenceEncoder)"
-            )
-
-    def serving_encoder_dtype(self, model) -> str | None:
-        """--serving_dtype where the serving export runs `model`'s encoder as
-        FusedInferenceEncoder (--fast_kernels, heads on a BertEncoder: FusedEncoderModel);
-        None where it serves the Keras model as it is (a TF Hub encoder, a frozen-feature
-        head, --fast_kernels=false)."""
-        fused = self.options.fast_kernels and FusedEncoderModel.can_run(model)
-        return self.options.serving_dtype if fused else None
+        check_serving_dtype(self.options)
 
     def prepare(self, strategy) -> None:
         super().prepare(strategy)
@@ -451,7 +434,7 @@ class ClassificationTask(FinetuningTask):
             self.labels,
             self.processor.takes_pairs,
             export_dir,
-            encoder_dtype=self.serving_encoder_dtype(runner.model),
+            encoder_dtype=serving_encoder_dtype(options, runner.model),
         )
 
     def _example_outputs(self, runner: Runner, split: str, batch_size: int) -> dict:

@@ -19,6 +19,7 @@ from official_bert.export.exported_bert_encoder import (
     ExportedBertEncoder,
     read_exported_encoder_settings,
 )
+from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.models import BertEncoder
 from official_bert.option_flags import option
 from official_bert.tasks.task import Task
@@ -162,6 +163,32 @@ class FinetuningSetup:
     strategy: tf.distribute.Strategy
     is_tpu: bool
     trim_padding: bool
+
+
+def check_serving_dtype(options) -> None:
+    """A --serving_dtype other than float32 needs the fused serving encoder: --fast_kernels, a
+    BertEncoder (no --hub_module_handle) and, where the task has --feature_mode, finetune."""
+    if options.serving_dtype == "float32":
+        return
+    feature_mode = getattr(options, "feature_mode", None)
+    if (
+        not options.fast_kernels
+        or options.hub_module_handle
+        or feature_mode not in (None, "finetune")
+    ):
+        needs = " and `feature_mode=finetune`" if feature_mode is not None else ""
+        raise ValueError(
+            f"`serving_dtype={options.serving_dtype}` needs `fast_kernels`{needs} without "
+            "`hub_module_handle` (the serving encoder is then FusedInferenceEncoder)"
+        )
+
+
+def serving_encoder_dtype(options, model) -> str | None:
+    """--serving_dtype where a serving export runs `model`'s encoder as FusedInferenceEncoder
+    (--fast_kernels, heads on a BertEncoder: FusedEncoderModel); None where it serves the Keras
+    model as it is (a TF Hub encoder, a frozen-feature head, --fast_kernels=false)."""
+    fused = options.fast_kernels and FusedEncoderModel.can_run(model)
+    return options.serving_dtype if fused else None
 
 
 def epoch_train_steps(num_examples: int, options) -> int:

@@ -39,6 +39,7 @@ from official_bert.tasks.classification_objective import (
     mean_multi_label_eval_loss,
     sigmoid,
 )
+from official_bert.tasks.finetuning import serving_encoder_dtype
 from official_bert.training.runner import Runner, write_eval_results
 
 
@@ -204,7 +205,7 @@ class MultiLabelClassificationTask(ClassificationTask):
             self.label_separator,
             self.processor.takes_pairs,
             export_dir,
-            encoder_dtype=self.serving_encoder_dtype(runner.model),
+            encoder_dtype=serving_encoder_dtype(self.options, runner.model),
         )
 
     def _usable_thresholds(self, runner: Runner) -> np.ndarray:

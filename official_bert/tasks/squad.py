@@ -30,7 +30,6 @@ from official_bert.evaluation.squad_scoring import (
     squad_v2_scores,
     tune_no_answer_threshold,
 )
-from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.squad_serving import export_squad_serving_model
 from official_bert.models import BertSpanLabeler
 from official_bert.option_flags import option
@@ -39,9 +38,11 @@ from official_bert.tasks.finetuning import (
     FinetuningOptions,
     FinetuningTask,
     check_sequence_length,
+    check_serving_dtype,
     create_encoder,
     epoch_train_steps,
     model_vocab_size,
+    serving_encoder_dtype,
     train_dataset_fn,
     validate_init_source,
 )
@@ -126,13 +127,7 @@ def validate_squad_options(options: SquadOptions) -> None:
             raise FileNotFoundError(f"--{name}={path}: no such file")
     check_sequence_length(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
-    if options.serving_dtype != "float32" and (
-        not options.fast_kernels or options.hub_module_handle
-    ):
-        raise ValueError(
-            f"`serving_dtype={options.serving_dtype}` needs `fast_kernels` without "
-            "`hub_module_handle` (the serving encoder is then FusedInferenceEncoder)"
-        )
+    check_serving_dtype(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
@@ -320,12 +315,7 @@ class SquadTask(FinetuningTask):
             max_answer_length=options.max_answer_length,
             version_2_with_negative=options.version_2_with_negative,
             null_score_diff_threshold=null_score_diff_threshold,
-            # The fused encoder where it can run (--fast_kernels, a BertEncoder).
-            encoder_dtype=(
-                options.serving_dtype
-                if options.fast_kernels and FusedEncoderModel.can_run(runner.model)
-                else None
-            ),
+            encoder_dtype=serving_encoder_dtype(options, runner.model),
         )
 
     def predict(self, runner) -> dict:

@@ -25,7 +25,7 @@ from official_bert.export.tagger_serving import export_tagger_serving_model
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.tasks.classification import ClassificationTask, predict_records
 from official_bert.tasks.classification_objective import mean_eval_loss
-from official_bert.tasks.finetuning import create_encoder
+from official_bert.tasks.finetuning import create_encoder, serving_encoder_dtype
 from official_bert.tasks.tagging_objective import tagging_loss, tagging_loss_denominators
 from official_bert.training.runner import write_eval_results
 
@@ -108,7 +108,7 @@ class TaggingTask(ClassificationTask):
             self.packer,
             self.labels,
             export_dir,
-            encoder_dtype=self.serving_encoder_dtype(runner.model),
+            encoder_dtype=serving_encoder_dtype(self.options, runner.model),
         )
 
     def evaluate(self, runner) -> dict:
