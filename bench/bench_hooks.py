@@ -170,20 +170,32 @@ def pretraining_features(batch: dict) -> dict:
 
 
 def make_runner_step(
-    cfg: dict, batch: dict, dtype: str = FP32, jit_compile: bool = False, fast_kernels: bool = True
+    cfg: dict,
+    batch: dict,
+    dtype: str = FP32,
+    jit_compile: bool = False,
+    fast_kernels: bool = True,
+    last_layer_at_predictions_only: bool | None = None,
 ):
     """Returns step(): one update through the training Runner's compiled loop, as
     run_pretraining.py runs it (OneDeviceStrategy, `strategy.run`, the original loss normalized
     over the batch, the original AdamWeightDecay with warm-up + linear decay, global-norm clip
     1.0, dropout on), on `batch` repeated. step() returns the loss (float32 scalar tensor).
     No checkpoints or logs: those are per loop of steps_per_loop steps, not per step.
+    last_layer_at_predictions_only: BertPretrainer's option; None = as PretrainingTask decides
+    (on with the fast kernels).
     The loss reads the kernels switch when the step is traced (its first call): call no other
     factory in between.
     """
     use_fast_kernels(fast_kernels)
+    if last_layer_at_predictions_only is None:
+        last_layer_at_predictions_only = fast_kernels
 
     def model_fn():
-        pretrainer = BertPretrainer(build_encoder(cfg, dtype, fast_kernels))
+        pretrainer = BertPretrainer(
+            build_encoder(cfg, dtype, fast_kernels),
+            last_layer_at_predictions_only=last_layer_at_predictions_only,
+        )
         pretrainer.build()
         return pretrainer
 

@@ -1,6 +1,7 @@
 """TransformerBlock: one post-LayerNorm BERT encoder layer."""
 
 import keras
+from keras import ops
 
 from official_bert.activations import canonical_activation_name, get_activation
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
@@ -28,9 +29,15 @@ class TransformerBlock(keras.layers.Layer):
       attention_mask: bool or int [batch, seq_length, seq_length]; 1 where a query position
         may attend to a key position.
       training: bool, switches dropout (attention probabilities and hidden states).
+      query_positions: optional int [batch, num_positions]: compute the output only at these
+        positions. Every position is still a key and value; only the queries, the attention
+        output and the feed-forward network shrink to num_positions rows, which is all a head
+        that reads a few positions needs (pre-training's [CLS] and masked positions). Then
+        attention_mask holds those query rows, [batch, num_positions, seq_length].
 
     Returns:
-      float [batch, seq_length, hidden_size].
+      float [batch, seq_length, hidden_size], or [batch, num_positions, hidden_size] with
+      query_positions (equal to the full output gathered at them, to float rounding).
     """
 
     def __init__(
@@ -104,17 +111,26 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
-    def call(self, inputs, attention_mask=None, training=None):
+    def call(self, inputs, attention_mask=None, training=None, query_positions=None):
+        queries = inputs
+        if query_positions is not None:
+            queries = ops.take_along_axis(
+                inputs, ops.cast(query_positions, "int32")[:, :, None], axis=1
+            )
         attention_output = self.attention(
-            inputs, inputs, attention_mask=attention_mask, training=training
+            queries, inputs, attention_mask=attention_mask, training=training
         )
         attention_output = self.attention_dropout(attention_output, training=training)
-        attention_output = self.attention_layer_norm(inputs + attention_output)
+        attention_output = self.attention_layer_norm(queries + attention_output)
         layer_output = self.output_dense(self.intermediate_dense(attention_output))
         layer_output = self.output_dropout(layer_output, training=training)
         return self.output_layer_norm(attention_output + layer_output)
 
-    def compute_output_shape(self, input_shape, attention_mask_shape=None):
+    def compute_output_shape(
+        self, input_shape, attention_mask_shape=None, query_positions_shape=None
+    ):
+        if query_positions_shape is not None:
+            return (input_shape[0], query_positions_shape[1], input_shape[2])
         return input_shape
 
     # === Config ===

@@ -29,6 +29,13 @@ class BertEncoder(keras.Model):
 
     `training=True` switches dropout on. Floats are in the model's compute dtype.
 
+    `output_positions` (call argument, int [batch, num_positions]): the last layer is computed
+    only at [CLS] and these positions; `sequence_output` (and the last of `encoder_outputs`)
+    is then float [batch, num_positions, hidden_size], the full output gathered at them (to
+    float rounding), and `pooled_output` is unchanged. A head that reads a few positions (the
+    masked LM) saves the last layer's work everywhere else: all but its key and value
+    projections, 5-15% of a pre-training step's products. Positions may repeat (padding slots).
+
     Built on the plain layers (public Keras API) unless the fast kernels are on when it is
     constructed (official_bert.kernels.use_fast_kernels(), which the scripts call): then its
     attention, dropouts and GELU are their faster twins, with the same weights, checkpoint keys
@@ -145,7 +152,7 @@ class BertEncoder(keras.Model):
         self.pooler.build((None, self.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, output_positions=None):
         if not isinstance(inputs, dict):
             raise TypeError(
                 "BertEncoder takes a dict with input_word_ids, input_mask and input_type_ids; "
@@ -172,10 +179,30 @@ class BertEncoder(keras.Model):
             )
         hidden = embedding_output
         encoder_outputs = []
-        for block in self.transformer_layers:
+        *lower_blocks, last_block = self.transformer_layers
+        for block in lower_blocks:
             hidden = block(hidden, attention_mask=attention_mask, training=training)
             encoder_outputs.append(hidden)
-        pooled_output = self.pooler(hidden[:, 0, :])
+        if output_positions is None:
+            hidden = last_block(hidden, attention_mask=attention_mask, training=training)
+            pooled_output = self.pooler(hidden[:, 0, :])
+        else:
+            # [CLS] first, for the pooler: [batch, 1 + num_positions].
+            query_positions = ops.concatenate(
+                [ops.zeros_like(output_positions[:, :1]), output_positions], axis=1
+            )
+            query_positions = ops.cast(query_positions, "int32")
+            last_hidden = last_block(
+                hidden,
+                attention_mask=ops.take_along_axis(
+                    attention_mask, query_positions[:, :, None], axis=1
+                ),
+                training=training,
+                query_positions=query_positions,
+            )
+            pooled_output = self.pooler(last_hidden[:, 0, :])
+            hidden = last_hidden[:, 1:, :]
+        encoder_outputs.append(hidden)
         return {
             "sequence_output": hidden,
             "pooled_output": pooled_output,

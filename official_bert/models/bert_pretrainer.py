@@ -26,6 +26,14 @@ class BertPretrainer(EncoderWithHeads):
     is not read, and the same tied head (the original's cls/predictions weights) gives
     `lm_logits` float32 [batch, seq_length, vocab_size] at every position, position t
     predicting token t + 1.
+
+    last_layer_at_predictions_only=True (objective "mlm"): the encoder's last layer runs only
+    at [CLS] and `masked_lm_positions` (BertEncoder's `output_positions`), the only positions
+    the two heads read, so `mlm_logits` and `next_sentence_logits` are the same (to float
+    rounding) for less work; the outputs' `sequence_output` is then float
+    [batch, num_predictions, hidden_size], the last layer at the prediction slots. The
+    pre-training task turns it on with the fast kernels; keep the default (False) where the
+    full `sequence_output` is wanted beside the logits (a TF Hub module's `mlm`).
     """
 
     def __init__(
@@ -33,6 +41,7 @@ class BertPretrainer(EncoderWithHeads):
         encoder: BertEncoder,
         use_next_sentence_label: bool = True,
         objective: str = "mlm",
+        last_layer_at_predictions_only: bool = False,
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
@@ -47,8 +56,14 @@ class BertPretrainer(EncoderWithHeads):
                 "objective='ltr' needs a causal encoder (BertEncoder(..., causal=True)); a "
                 "bidirectional one sees the very token each position predicts"
             )
+        if last_layer_at_predictions_only and objective != "mlm":
+            raise ValueError(
+                "last_layer_at_predictions_only needs objective='mlm': the left-to-right LM "
+                "predicts at every position"
+            )
         self.use_next_sentence_label = use_next_sentence_label
         self.objective = objective
+        self.last_layer_at_predictions_only = last_layer_at_predictions_only
 
         # === Layers ===
         self.masked_lm = MaskedLMHead(
@@ -77,13 +92,22 @@ class BertPretrainer(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        outputs = dict(self.encoder(inputs, training=training))
-        if self.objective == "ltr":
-            outputs["lm_logits"] = self.masked_lm(outputs["sequence_output"])
-            return outputs
-        outputs["mlm_logits"] = self.masked_lm(
-            outputs["sequence_output"], inputs["masked_lm_positions"]
-        )
+        if self.last_layer_at_predictions_only:
+            outputs = dict(
+                self.encoder(
+                    inputs, training=training, output_positions=inputs["masked_lm_positions"]
+                )
+            )
+            # Already at the prediction slots.
+            outputs["mlm_logits"] = self.masked_lm(outputs["sequence_output"])
+        else:
+            outputs = dict(self.encoder(inputs, training=training))
+            if self.objective == "ltr":
+                outputs["lm_logits"] = self.masked_lm(outputs["sequence_output"])
+                return outputs
+            outputs["mlm_logits"] = self.masked_lm(
+                outputs["sequence_output"], inputs["masked_lm_positions"]
+            )
         if self.next_sentence is not None:
             outputs["next_sentence_logits"] = self.next_sentence(
                 outputs["pooled_output"], training=training
@@ -96,5 +120,6 @@ class BertPretrainer(EncoderWithHeads):
         config.update(
             use_next_sentence_label=self.use_next_sentence_label,
             objective=self.objective,
+            last_layer_at_predictions_only=self.last_layer_at_predictions_only,
         )
         return config

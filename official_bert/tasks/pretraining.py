@@ -14,6 +14,7 @@ from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.pretraining.dataset import pretraining_dataset
 from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
+from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.option_flags import option
 from official_bert.tasks.driver import run_task
@@ -157,6 +158,9 @@ class PretrainingTask(Task):
             encoder,
             use_next_sentence_label=options.use_next_sentence_label,
             objective=options.objective,
+            # The heads read [CLS] and the masked positions only: with the speed paths on, the
+            # last layer runs there alone (same losses, to float rounding).
+            last_layer_at_predictions_only=(options.objective == "mlm" and fast_kernels_enabled()),
         )
         model.build()
         return model

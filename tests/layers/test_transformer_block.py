@@ -20,3 +20,23 @@ def test_transformer_block_masks_padding_and_switches_dropout():
     np.testing.assert_array_equal(out, np.asarray(block(x, attention_mask=mask)))
     assert not np.allclose(out, np.asarray(block(x, attention_mask=mask, training=True)))
     assert_config_round_trip(block)
+
+
+def test_query_positions_equal_the_full_output_gathered():
+    from official_bert.kernels.switch import fast_kernels
+
+    rng = np.random.default_rng(0)
+    inputs = rng.normal(size=(2, 10, 16)).astype("float32")
+    mask = np.ones((2, 10, 10), bool)
+    mask[1, :, 7:] = False
+    positions = np.array([[0, 4, 4], [0, 9, 2]], np.int32)
+    for fast in (False, True):
+        with fast_kernels(fast):
+            block = TransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=32)
+            block.build((None, None, 16))
+        full = np.asarray(block(inputs, attention_mask=mask))
+        rows = np.take_along_axis(mask, positions[:, :, None], 1)
+        part = block(inputs, attention_mask=rows, query_positions=positions)
+        np.testing.assert_allclose(
+            np.asarray(part), np.take_along_axis(full, positions[:, :, None], 1), atol=2e-6
+        )

@@ -193,3 +193,34 @@ def test_causal_is_in_the_config():
     assert encoder.get_config()["causal"] is True
     assert BertEncoder.from_config(encoder.get_config()).causal
     assert BertEncoder(**tiny_encoder_kwargs()).get_config()["causal"] is False
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
+@pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
+def test_output_positions_equal_the_full_output_gathered(fast, causal):
+    from official_bert.kernels.switch import fast_kernels
+
+    with fast_kernels(fast):
+        keras.utils.set_random_seed(3)
+        encoder = BertEncoder(**tiny_encoder_kwargs(num_layers=3), causal=causal)
+        encoder.build()
+    inputs = random_inputs(batch=3, seq=16)
+    # Repeats and padding slots (0) as in a pre-training batch; row 1 points into its padding.
+    positions = np.array([[3, 5, 0, 0], [1, 13, 9, 9], [15, 4, 4, 7]], np.int32)
+    full = encoder(inputs)
+    part = encoder(inputs, output_positions=positions)
+    expected = np.take_along_axis(np.asarray(full["sequence_output"]), positions[:, :, None], 1)
+    assert part["sequence_output"].shape == (3, 4, 32)
+    np.testing.assert_allclose(np.asarray(part["sequence_output"]), expected, atol=2e-6)
+    np.testing.assert_allclose(
+        np.asarray(part["pooled_output"]), np.asarray(full["pooled_output"]), atol=2e-6
+    )
+    assert part["encoder_outputs"][-1] is part["sequence_output"]
+    for lower, lower_full in zip(
+        part["encoder_outputs"][:-1], full["encoder_outputs"][:-1], strict=True
+    ):
+        np.testing.assert_allclose(np.asarray(lower), np.asarray(lower_full), atol=2e-6)
+    # Dropout on: the same shapes, and the outputs do change.
+    dropped = encoder(inputs, training=True, output_positions=positions)
+    assert dropped["sequence_output"].shape == (3, 4, 32)
+    assert not np.allclose(np.asarray(dropped["sequence_output"]), expected, atol=1e-3)

@@ -125,3 +125,68 @@ def test_multitask_classifier_heads_outputs_and_checkpoint(tmp_path):
         MultiTaskClassifier(_encoder(), {"sts-b": 1, "STS_B": 1})
     with pytest.raises(KeyError, match="no head for task 'cola'"):
         model.head("cola")
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
+def test_pretrainer_last_layer_at_predictions_only_gives_the_same_loss_and_gradients(fast):
+    import tensorflow as tf
+
+    from official_bert.kernels.switch import fast_kernels
+    from official_bert.tasks.pretraining_objective import pretraining_loss
+
+    with fast_kernels(fast):
+        keras.utils.set_random_seed(5)
+        # No dropout, so that training=True compares the same function in both models.
+        encoder = BertEncoder(
+            **tiny_encoder_kwargs(num_layers=3), hidden_dropout_rate=0.0, attention_dropout_rate=0.0
+        )
+        full = BertPretrainer(encoder)
+        sparse = BertPretrainer(encoder, last_layer_at_predictions_only=True)
+        full.build()
+        sparse.build()
+    sparse.set_weights(full.get_weights())
+    rng = np.random.default_rng(0)
+    batch = dict(
+        random_inputs(batch=4, seq=16),
+        masked_lm_positions=np.array(
+            [[3, 5, 0, 0], [1, 2, 9, 0], [15, 4, 7, 8], [2, 0, 0, 0]], np.int32
+        ),
+        masked_lm_ids=rng.integers(1, 100, (4, 4)).astype(np.int32),
+        masked_lm_weights=np.array(
+            [[1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 1], [1, 0, 0, 0]], np.float32
+        ),
+        next_sentence_labels=np.array([0, 1, 0, 1], np.int32),
+    )
+    results = []
+    for model in (full, sparse):
+        with tf.GradientTape() as tape:
+            outputs = model(batch, training=True)
+            loss = pretraining_loss(outputs, batch)
+        results.append((outputs, loss, tape.gradient(loss, model.trainable_variables)))
+    (full_out, full_loss, full_grads), (sparse_out, sparse_loss, sparse_grads) = results
+    assert sparse_out["sequence_output"].shape == (4, 4, 32)
+    for key in ("mlm_logits", "next_sentence_logits", "pooled_output"):
+        np.testing.assert_allclose(
+            np.asarray(sparse_out[key]), np.asarray(full_out[key]), rtol=1e-5, atol=1e-5
+        )
+    np.testing.assert_allclose(float(sparse_loss), float(full_loss), rtol=1e-6)
+    assert len(sparse_grads) == len(full_grads) == len(full.trainable_variables)
+    for variable, a, b in zip(full.trainable_variables, full_grads, sparse_grads, strict=True):
+        a, b = tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy()
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-6, err_msg=variable.path)
+    # The last layer's query and feed-forward weights get their gradient through the few rows.
+    by_path = {v.path: g for v, g in zip(sparse.trainable_variables, sparse_grads, strict=True)}
+    for name in ("attention/query/kernel", "intermediate/kernel", "output/kernel"):
+        (gradient,) = [g for p, g in by_path.items() if p.endswith(f"transformer_layer_2/{name}")]
+        assert np.abs(tf.convert_to_tensor(gradient).numpy()).max() > 0, name
+    assert sparse.get_config()["last_layer_at_predictions_only"] is True
+
+
+def test_last_layer_at_predictions_only_needs_the_masked_lm_objective():
+    with pytest.raises(ValueError, match="objective='mlm'"):
+        BertPretrainer(
+            BertEncoder(**tiny_encoder_kwargs(), causal=True),
+            use_next_sentence_label=False,
+            objective="ltr",
+            last_layer_at_predictions_only=True,
+        )

@@ -433,3 +433,20 @@ def test_mlm_only_has_no_next_sentence_head_nor_loss(short_single_segment_record
         masked_lm_loss(outputs["mlm_logits"], batch["masked_lm_ids"], batch["masked_lm_weights"]),
         rtol=1e-6,
     )
+
+
+@pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
+def test_the_last_layer_runs_at_the_predictions_with_the_fast_kernels(fast, tmp_path):
+    """PretrainingTask's model: with the speed paths on, BertPretrainer's last layer runs at
+    [CLS] and the masked positions only (its equality to the full layer: tests/models); never
+    for the left-to-right objective, which predicts everywhere."""
+    from official_bert.kernels.switch import fast_kernels
+    from official_bert.tasks.pretraining import PretrainingTask
+
+    with fast_kernels(fast):
+        mlm = PretrainingTask(_options("unused.tfrecord", tmp_path)).build_model()
+        ltr = PretrainingTask(
+            _options("unused.tfrecord", tmp_path, objective="ltr", use_next_sentence_label=False)
+        ).build_model()
+    assert mlm.last_layer_at_predictions_only is fast
+    assert ltr.last_layer_at_predictions_only is False
