@@ -15,6 +15,9 @@ class FusedEncoderModel(tf.Module):
     encoder run as FusedInferenceEncoder: the same outputs to float rounding (float32), fused
     products, and with dtype "bfloat16" weights stored in bfloat16.
 
+    A model whose heads read [CLS] alone (`heads_read_cls_only`, BertClassifier) gets the
+    encoder's last layer at [CLS] only (FusedInferenceEncoder's `output_positions`).
+
     Holds the fused encoder's weights and the model's head layers, not the Keras encoder (a
     SavedModel of it stores one copy of the encoder). The weights are copied when it is made.
 
@@ -39,6 +42,12 @@ class FusedEncoderModel(tf.Module):
         # Tracked so that a SavedModel holds the heads' variables; the encoder's stay out.
         self.head_layers = [layer for layer in model.layers if layer is not model.encoder]
         self._heads = model.heads
+        # A head on [CLS] alone (BertClassifier): the last layer runs there only.
+        self._cls_only = bool(getattr(model, "heads_read_cls_only", False))
 
     def __call__(self, inputs, training=None):
-        return self._heads(self.encoder(inputs, training=training), training=False)
+        positions = None
+        if self._cls_only:
+            positions = tf.zeros([tf.shape(inputs["input_word_ids"])[0], 0], tf.int32)
+        encoder_outputs = self.encoder(inputs, training=training, output_positions=positions)
+        return self._heads(encoder_outputs, training=False)

@@ -185,22 +185,48 @@ class FusedInferenceEncoder(tf.Module):
             keep = keep * lower[None, None, :, :]
         return tf.cast((1.0 - keep) * -10000.0, self.compute_dtype)
 
-    def _block(self, x, weights, batch, seq, attention_bias):
-        """x [batch * seq, hidden] -> the same, one transformer layer."""
+    def _block(self, x, weights, batch, seq, attention_bias, query_positions=None):
+        """x [batch * seq, hidden] -> the same, one transformer layer; with query_positions
+        (int32 [batch, rows]) only those rows are queries: -> [batch * rows, hidden]."""
         heads, size, hidden = self.num_heads, self.head_size, self.hidden_size
-        qkv = tf.nn.bias_add(tf.matmul(x, weights["qkv_kernel"]), weights["qkv_bias"])
-        # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
-        qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4])
-        query, key, value = qkv[0], qkv[1], qkv[2]
-        scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, seq, seq]
+        kernel, bias = weights["qkv_kernel"], weights["qkv_bias"]
+        if query_positions is None:
+            rows, residual = seq, x
+            qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+            # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
+            qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4])
+            query, key, value = qkv[0], qkv[1], qkv[2]
+        else:
+            rows = query_positions.shape[1]
+            if rows is None:
+                rows = tf.shape(query_positions)[1]
+            residual = tf.reshape(
+                tf.gather(tf.reshape(x, [batch, seq, hidden]), query_positions, batch_dims=1),
+                [batch * rows, hidden],
+            )
+            query = tf.nn.bias_add(tf.matmul(residual, kernel[:, :hidden]), bias[:hidden])
+            query = tf.transpose(tf.reshape(query, [batch, rows, heads, size]), [0, 2, 1, 3])
+            key_value = tf.nn.bias_add(tf.matmul(x, kernel[:, hidden:]), bias[hidden:])
+            key_value = tf.transpose(
+                tf.reshape(key_value, [batch, seq, 2, heads, size]), [2, 0, 3, 1, 4]
+            )
+            key, value = key_value[0], key_value[1]
+            if self.causal:  # [batch, 1, seq, seq]: the query rows' own masks
+                attention_bias = tf.gather(attention_bias[:, 0], query_positions, batch_dims=1)[
+                    :, None
+                ]
+        scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, rows, seq]
         probabilities = tf.nn.softmax(scores + attention_bias)
-        context = tf.matmul(probabilities, value)  # [batch, heads, seq, size]
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * seq, hidden])
+        context = tf.matmul(probabilities, value)  # [batch, heads, rows, size]
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * rows, hidden])
         attention = tf.nn.bias_add(
             tf.matmul(context, weights["attention_kernel"]), weights["attention_bias"]
         )
         x = _layer_norm(
-            attention + x, weights["attention_gamma"], weights["attention_beta"], self.epsilon
+            attention + residual,
+            weights["attention_gamma"],
+            weights["attention_beta"],
+            self.epsilon,
         )
         intermediate = self._activation(
             tf.nn.bias_add(
@@ -214,9 +240,11 @@ class FusedInferenceEncoder(tf.Module):
             output + x, weights["output_gamma"], weights["output_beta"], self.epsilon
         )
 
-    def __call__(self, inputs: dict, training: bool | None = None) -> dict:
+    def __call__(self, inputs: dict, training: bool | None = None, output_positions=None) -> dict:
         """inputs: BertEncoder's dict; `training` is accepted as BertEncoder's, and must be
-        false: there is no dropout here.
+        false: there is no dropout here. output_positions: as BertEncoder's (int [batch,
+        num_positions]; the last layer runs at [CLS] and these rows only, `sequence_output` is
+        [batch, num_positions, hidden_size]; [batch, 0] for a head on `pooled_output` alone).
 
         A batch of at least SPLIT_BATCH rows runs as two independent halves, joined at the end:
         with two chains in the graph TensorFlow's inter-op scheduler runs one half's softmax,
@@ -227,6 +255,8 @@ class FusedInferenceEncoder(tf.Module):
         if training:
             raise ValueError("FusedInferenceEncoder is eval-only (no dropout): training=True")
         inputs = {name: tf.convert_to_tensor(inputs[name]) for name in _INPUT_NAMES}
+        if output_positions is not None:
+            inputs["output_positions"] = tf.cast(output_positions, tf.int32)
         batch = inputs["input_word_ids"].shape[0]
         if batch is None:
             rows = tf.shape(inputs["input_word_ids"])[0]
@@ -246,7 +276,7 @@ class FusedInferenceEncoder(tf.Module):
         return tf.nest.map_structure(lambda a, b: tf.concat([a, b], 0), first, second)
 
     def _forward(self, inputs: dict) -> dict:
-        """__call__ on one chain."""
+        """__call__ on one chain (inputs: the encoder's, and `output_positions` if given)."""
         word_ids = inputs["input_word_ids"]
         # Static sizes where the caller's shapes have them: the graph rewriter fuses only
         # products whose operand shapes it knows.
@@ -271,14 +301,25 @@ class FusedInferenceEncoder(tf.Module):
         )
         attention_bias = self._attention_bias(inputs["input_mask"])
         encoder_outputs = []
-        for weights in self.layers:
+        *lower_layers, last_layer = self.layers
+        for weights in lower_layers:
             x = self._block(x, weights, batch, seq, attention_bias)
             encoder_outputs.append(tf.reshape(x, [batch, seq, self.hidden_size]))
-        sequence_output = encoder_outputs[-1]
+        if "output_positions" in inputs:
+            positions = inputs["output_positions"]
+            # [CLS] first, for the pooler: [batch, 1 + num_positions].
+            cls = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
+            positions = tf.concat([cls, positions], axis=1)
+            x = self._block(x, last_layer, batch, seq, attention_bias, positions)
+            last = tf.reshape(x, [batch, -1, self.hidden_size])
+            cls, sequence_output = last[:, 0, :], last[:, 1:, :]
+        else:
+            x = self._block(x, last_layer, batch, seq, attention_bias)
+            sequence_output = tf.reshape(x, [batch, seq, self.hidden_size])
+            cls = sequence_output[:, 0, :]
+        encoder_outputs.append(sequence_output)
         pooled_output = tf.math.tanh(
-            tf.nn.bias_add(
-                tf.matmul(sequence_output[:, 0, :], self.pooler_kernel), self.pooler_bias
-            )
+            tf.nn.bias_add(tf.matmul(cls, self.pooler_kernel), self.pooler_bias)
         )
         return {
             "sequence_output": sequence_output,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import keras
+from keras import ops
 
+from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.layers.classification_head import ClassificationHead
 from official_bert.models.bert_encoder import BertEncoder
 from official_bert.models.encoder_with_heads import EncoderWithHeads
@@ -18,7 +20,15 @@ class BertClassifier(EncoderWithHeads):
 
     Returns:
       float32 logits [batch, num_classes] (num_classes=1 for regression such as STS-B).
+
+    The head reads `pooled_output` alone, which comes from [CLS]; built with the fast kernels
+    on (official_bert.kernels.use_fast_kernels), the encoder's last layer runs at [CLS] only
+    (BertEncoder's `output_positions`): the same logits to float rounding for a fraction of
+    that layer's work. A TF Hub encoder runs whole.
     """
+
+    # What FusedEncoderModel (the serving exports) reads: the heads need [CLS] only.
+    heads_read_cls_only = True
 
     def __init__(self, encoder: BertEncoder, num_classes: int, dropout_rate: float = 0.1, **kwargs):
         super().__init__(encoder, **kwargs)
@@ -27,6 +37,8 @@ class BertClassifier(EncoderWithHeads):
         self.classifier = ClassificationHead.for_encoder(
             encoder, num_classes=num_classes, dropout_rate=dropout_rate, name="classifier"
         )
+        # A speed path, chosen as the layers choose theirs (when built), not part of the config.
+        self._last_layer_at_cls_only = fast_kernels_enabled() and isinstance(encoder, BertEncoder)
 
     def build(self, input_shape=None):
         self.build_encoder()
@@ -34,7 +46,11 @@ class BertClassifier(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        return self.heads(self.encoder(inputs, training=training), training=training)
+        if not self._last_layer_at_cls_only:
+            return self.heads(self.encoder(inputs, training=training), training=training)
+        no_positions = ops.zeros_like(ops.cast(inputs["input_word_ids"], "int32")[:, :0])
+        encoder_outputs = self.encoder(inputs, training=training, output_positions=no_positions)
+        return self.heads(encoder_outputs, training=training)
 
     def heads(self, encoder_outputs: dict, training=None):
         """The head on BertEncoder's outputs dict: logits [batch, num_classes] from

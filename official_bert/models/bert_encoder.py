@@ -188,10 +188,9 @@ class BertEncoder(keras.Model):
             pooled_output = self.pooler(hidden[:, 0, :])
         else:
             # [CLS] first, for the pooler: [batch, 1 + num_positions].
-            query_positions = ops.concatenate(
-                [ops.zeros_like(output_positions[:, :1]), output_positions], axis=1
-            )
-            query_positions = ops.cast(query_positions, "int32")
+            output_positions = ops.cast(output_positions, "int32")
+            cls = ops.zeros((ops.shape(output_positions)[0], 1), "int32")
+            query_positions = ops.concatenate([cls, output_positions], axis=1)
             last_hidden = last_block(
                 hidden,
                 attention_mask=ops.take_along_axis(

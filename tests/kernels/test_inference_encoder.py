@@ -127,6 +127,38 @@ def test_a_batch_of_unknown_size_chooses_halves_when_it_runs():
         _assert_outputs_close(serve(inputs), encoder(inputs, training=False), atol=2e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
+@pytest.mark.parametrize("batch", [3, 9], ids=["one_chain", "halves"])
+def test_output_positions_equal_the_keras_encoders(causal, batch):
+    """As BertEncoder's `output_positions`: the last layer at [CLS] and those rows only, in
+    eager, static and unknown-batch graphs; [batch, 0] leaves `pooled_output` alone."""
+    with fast_kernels(True):
+        encoder = _encoder(causal=causal)
+    inputs = random_inputs(batch=batch, seq=16, vocab=100)
+    rng = np.random.default_rng(1)
+    positions = rng.integers(0, 16, (batch, 3)).astype(np.int32)
+    positions[0] = [5, 5, 0]  # repeats and a padding slot
+    expected = encoder(inputs, training=False, output_positions=positions)
+    full = encoder(inputs, training=False)
+    fused = FusedInferenceEncoder(encoder)
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    for spec_batch in (batch, None):
+        spec = {name: tf.TensorSpec([spec_batch, None], tf.int32) for name in names}
+        positions_spec = tf.TensorSpec([spec_batch, None], tf.int32)
+        graph_call = tf.function(
+            lambda x, p: fused(x, output_positions=p), input_signature=[spec, positions_spec]
+        )
+        outputs = graph_call(inputs, positions)
+        assert outputs["sequence_output"].shape == (batch, 3, 32)
+        _assert_outputs_close(outputs, expected, atol=2e-5)
+        cls_only = graph_call(inputs, np.zeros((batch, 0), np.int32))
+        assert cls_only["sequence_output"].shape == (batch, 0, 32)
+        np.testing.assert_allclose(
+            _float32(cls_only["pooled_output"]), _float32(full["pooled_output"]), atol=2e-5
+        )
+    _assert_outputs_close(fused(inputs, output_positions=positions), expected, atol=2e-5)
+
+
 def test_weights_are_a_copy_taken_when_built():
     encoder = _encoder()
     inputs = random_inputs(batch=2, seq=8)

@@ -1,5 +1,7 @@
 """BertPretrainer, BertClassifier and BertSpanLabeler: outputs and .keras round trips."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -190,3 +192,50 @@ def test_last_layer_at_predictions_only_needs_the_masked_lm_objective():
             objective="ltr",
             last_layer_at_predictions_only=True,
         )
+
+
+def test_classifier_built_with_fast_kernels_runs_the_last_layer_at_cls_only():
+    """Same logits and gradients as the plain classifier; the last layer's feed-forward runs on
+    one row per example."""
+    import tensorflow as tf
+
+    from official_bert.kernels.switch import fast_kernels
+
+    models = {}
+    for fast in (False, True):
+        with fast_kernels(fast):
+            encoder = BertEncoder(
+                **tiny_encoder_kwargs(), hidden_dropout_rate=0.0, attention_dropout_rate=0.0
+            )
+            models[fast] = BertClassifier(encoder, num_classes=3, dropout_rate=0.0)
+            models[fast].build()
+    models[True].set_weights(models[False].get_weights())
+    inputs = random_inputs(batch=4, seq=16)
+    labels = np.array([0, 2, 1, 2])
+    results = {}
+    for fast, model in models.items():
+        with tf.GradientTape() as tape:
+            logits = model(inputs, training=True)
+            loss = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+        results[fast] = (logits.numpy(), tape.gradient(loss, model.trainable_variables))
+    np.testing.assert_allclose(results[True][0], results[False][0], atol=1e-5)
+    for variable, a, b in zip(
+        models[False].trainable_variables, results[False][1], results[True][1], strict=True
+    ):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(b).numpy(),
+            tf.convert_to_tensor(a).numpy(),
+            atol=1e-6,
+            rtol=1e-4,
+            err_msg=variable.path,
+        )
+    spec = {name: tf.TensorSpec([4, 16], tf.int32) for name in inputs}
+    for fast, rows in ((False, 16), (True, 1)):
+        graph = tf.function(models[fast].call).get_concrete_function(spec).graph
+        shapes = [
+            op.outputs[0].shape.as_list()
+            for op in graph.get_operations()
+            if re.search(r"transformer_layer_1(_\d+)?/intermediate", op.name)
+            and op.type == "MatMul"
+        ]
+        assert shapes and all(np.prod(shape[:-1]) == 4 * rows for shape in shapes), shapes
