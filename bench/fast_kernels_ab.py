@@ -11,6 +11,12 @@ median of the paired ratios (plain / fast: above 1 means the kernels are faster)
 
   python bench/fast_kernels_ab.py --bench train_step --config small --pairs 10
   python bench/fast_kernels_ab.py --bench infer --config small --batch 32 --pairs 10
+
+`--plain last_layer` (train_step only) makes the plain side the fast one but for the pre-training
+model's last layer, run whole instead of at [CLS] and the masked positions alone
+(BertPretrainer's last_layer_at_predictions_only): that one change's own A/B.
+
+  python bench/fast_kernels_ab.py --bench train_step --config base --plain last_layer --pairs 8
 """
 
 from __future__ import annotations
@@ -30,6 +36,12 @@ def parse_args(argv=None):
     parser.add_argument("--config", default="small", help="small, base or tiny")
     parser.add_argument("--dtype", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--batch", type=int, default=32, help="infer only (train: the config's)")
+    parser.add_argument(
+        "--plain",
+        choices=["kernels", "last_layer"],
+        default="kernels",
+        help="the plain side: every kernel off, or (train_step) only the whole last layer",
+    )
     parser.add_argument("--pairs", type=int, default=10, help="timed (fast, plain) pairs")
     parser.add_argument("--warmup", type=int, default=2, help="untimed calls per side")
     parser.add_argument(
@@ -51,9 +63,24 @@ def build_sides(args) -> dict:
         batch = bench_common.make_pretrain_batch(cfg)
     else:
         batch = bench_common.make_infer_batch(args.batch, cfg["S"])
+    if args.plain == "last_layer":
+        if args.bench != "train_step":
+            raise SystemExit("--plain last_layer is a train_step A/B")
+        dtype = bench_hooks.FP32 if args.dtype == "fp32" else bench_hooks.BF16
+        factories = {
+            side: lambda cfg, batch, at_predictions=at_predictions: bench_hooks.make_runner_step(
+                cfg, batch, dtype, last_layer_at_predictions_only=at_predictions
+            )
+            for side, at_predictions in (("fast", True), ("plain", False))
+        }
+    else:
+        factories = {
+            side: getattr(bench_hooks, f"{kind}_{args.dtype}{suffix}")
+            for side, suffix in (("fast", ""), ("plain", "_plain"))
+        }
     sides = {}
-    for side, suffix in (("fast", ""), ("plain", "_plain")):
-        call = getattr(bench_hooks, f"{kind}_{args.dtype}{suffix}")(cfg, batch)
+    for side, factory in factories.items():
+        call = factory(cfg, batch)
         for _ in range(args.warmup):
             sync(call())  # traces now: the loss reads the switch at its trace
         sides[side] = call
@@ -83,10 +110,12 @@ def main(argv=None):
             times[side].append(timed(sides[side]))
     ratios = [plain / fast for fast, plain in zip(times["fast"], times["plain"], strict=True)]
     batch = "config" if args.bench == "train_step" else args.batch
-    print("| bench | config | dtype | batch | pairs | fast ms | plain ms | plain / fast |")
-    print("|---|---|---|---|---|---|---|---|")
     print(
-        f"| {args.bench} | {args.config} | {args.dtype} | {batch} | {args.pairs} "
+        "| bench | plain side | config | dtype | batch | pairs | fast ms | plain ms | plain / fast |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {args.bench} | {args.plain} | {args.config} | {args.dtype} | {batch} | {args.pairs} "
         f"| {1000 * statistics.median(times['fast']):.1f} "
         f"| {1000 * statistics.median(times['plain']):.1f} "
         f"| {statistics.median(ratios):.3f} |"
