@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import keras
-from keras import ops
 
-from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.layers.classification_head import ClassificationHead
 from official_bert.models.bert_encoder import BertEncoder
 from official_bert.models.encoder_with_heads import EncoderWithHeads
@@ -23,7 +21,7 @@ class BertClassifier(EncoderWithHeads):
 
     The head reads `pooled_output` alone, which comes from [CLS]; built with the fast kernels
     on (official_bert.kernels.use_fast_kernels), the encoder's last layer runs at [CLS] only
-    (BertEncoder's `output_positions`): the same logits to float rounding for a fraction of
+    (EncoderWithHeads.encode_for_cls_heads): the same logits to float rounding for a fraction of
     that layer's work. A TF Hub encoder runs whole.
     """
 
@@ -37,8 +35,6 @@ class BertClassifier(EncoderWithHeads):
         self.classifier = ClassificationHead.for_encoder(
             encoder, num_classes=num_classes, dropout_rate=dropout_rate, name="classifier"
         )
-        # A speed path, chosen as the layers choose theirs (when built), not part of the config.
-        self._last_layer_at_cls_only = fast_kernels_enabled() and isinstance(encoder, BertEncoder)
 
     def build(self, input_shape=None):
         self.build_encoder()
@@ -46,11 +42,7 @@ class BertClassifier(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        if not self._last_layer_at_cls_only:
-            return self.heads(self.encoder(inputs, training=training), training=training)
-        no_positions = ops.zeros_like(ops.cast(inputs["input_word_ids"], "int32")[:, :0])
-        encoder_outputs = self.encoder(inputs, training=training, output_positions=no_positions)
-        return self.heads(encoder_outputs, training=training)
+        return self.heads(self.encode_for_cls_heads(inputs, training), training=training)
 
     def heads(self, encoder_outputs: dict, training=None):
         """The head on BertEncoder's outputs dict: logits [batch, num_classes] from

@@ -88,7 +88,8 @@ class MultiTaskClassifier(EncoderWithHeads):
         self.built = True
 
     def call(self, inputs, training=None):
-        pooled_output = self.encoder(inputs, training=training)["pooled_output"]
+        # Built with the fast kernels, the last layer runs at [CLS] alone (all the heads read).
+        pooled_output = self.encode_for_cls_heads(inputs, training)["pooled_output"]
         return {task: self.head(task)(pooled_output, training=training) for task in self.task_names}
 
     # === Config ===

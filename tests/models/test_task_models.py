@@ -194,12 +194,14 @@ def test_last_layer_at_predictions_only_needs_the_masked_lm_objective():
         )
 
 
-def test_classifier_built_with_fast_kernels_runs_the_last_layer_at_cls_only():
-    """Same logits and gradients as the plain classifier; the last layer's feed-forward runs on
-    one row per example."""
+@pytest.mark.parametrize("kind", ["classifier", "multitask"])
+def test_classifiers_built_with_fast_kernels_run_the_last_layer_at_cls_only(kind):
+    """Same logits and gradients as the plain model; the last layer's feed-forward runs on one
+    row per example."""
     import tensorflow as tf
 
     from official_bert.kernels.switch import fast_kernels
+    from official_bert.models import MultiTaskClassifier
 
     models = {}
     for fast in (False, True):
@@ -207,7 +209,10 @@ def test_classifier_built_with_fast_kernels_runs_the_last_layer_at_cls_only():
             encoder = BertEncoder(
                 **tiny_encoder_kwargs(), hidden_dropout_rate=0.0, attention_dropout_rate=0.0
             )
-            models[fast] = BertClassifier(encoder, num_classes=3, dropout_rate=0.0)
+            if kind == "classifier":
+                models[fast] = BertClassifier(encoder, num_classes=3, dropout_rate=0.0)
+            else:
+                models[fast] = MultiTaskClassifier(encoder, {"a": 3, "b": 1}, dropout_rate=0.0)
             models[fast].build()
     models[True].set_weights(models[False].get_weights())
     inputs = random_inputs(batch=4, seq=16)
@@ -215,8 +220,11 @@ def test_classifier_built_with_fast_kernels_runs_the_last_layer_at_cls_only():
     results = {}
     for fast, model in models.items():
         with tf.GradientTape() as tape:
-            logits = model(inputs, training=True)
+            outputs = model(inputs, training=True)
+            logits = outputs if kind == "classifier" else outputs["a"]
             loss = keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+            if kind == "multitask":
+                loss += tf.reduce_mean(outputs["b"] ** 2)
         results[fast] = (logits.numpy(), tape.gradient(loss, model.trainable_variables))
     np.testing.assert_allclose(results[True][0], results[False][0], atol=1e-5)
     for variable, a, b in zip(
