@@ -98,8 +98,12 @@ def finetuned(tiny_task, tmp_path_factory):
     """(output_dir, results) of a finetune run from the random tiny BERT: its encoder has
     learned the task, so features of it are worth a frozen head."""
     output_dir = tmp_path_factory.mktemp("finetuned")
+    # From a random 4-layer BERT and 64 examples the outcome depends on the random stream
+    # (dropout masks, head init). Measured over seeds 1-4, dev accuracy: lr 1e-3 for 8 epochs
+    # 0.97, 0.91, 0.97, 0.72; lr 2e-3 (the recipe before) 0.84, 0.91, 0.97, 0.50, collapsing to
+    # one class where the lower rate does not.
     options = _options(
-        tiny_task, output_dir, learning_rate=2e-3, num_train_epochs=8.0, do_eval=True
+        tiny_task, output_dir, learning_rate=1e-3, num_train_epochs=8.0, do_eval=True
     )
     return output_dir, run_classifier(options)
 
