@@ -20,6 +20,7 @@ from official_bert.data.pretraining.data_writer import (
 from official_bert.data.pretraining.features import pretraining_feature_spec
 from official_bert.tokenization import load_vocab
 from tests.conftest import REPO_ROOT, SHARED
+from tests.warm_interpreter import run_script
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
 
@@ -125,10 +126,8 @@ def test_statistics_on_real_text(vocab_file, tmp_path):
 
 
 def _run_script(*flags):
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
-        capture_output=True,
-        text=True,
+    return run_script(
+        [str(REPO_ROOT / "create_pretraining_data.py"), *flags],
         timeout=600,
         cwd=REPO_ROOT,
     )
@@ -181,17 +180,14 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
     for run in ("one", "spawned", "forked"):
         paths = [str(tmp_path / f"{run}_{shard}.tfrecord") for shard in range(2)]
         if run == "forked":
-            result = subprocess.run(
+            result = run_script(
                 [
-                    sys.executable,
                     "-c",
                     _WRITE_WITH_A_FRESH_PROCESS,
                     vocab_file,
                     str(CORPUS),
                     *paths,
                 ],
-                capture_output=True,
-                text=True,
                 timeout=600,
                 cwd=REPO_ROOT,
             )

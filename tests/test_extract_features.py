@@ -1,8 +1,6 @@
 """extract_features.py end to end: the original output format, values from the encoder."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,13 +13,12 @@ from official_bert.models import BertEncoder
 from official_bert.tasks.feature_extraction import extract_features
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
 
 
 def _run(*flags):
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "extract_features.py"), *flags],
-        capture_output=True,
-        text=True,
+    return run_script(
+        [str(REPO_ROOT / "extract_features.py"), *flags],
         timeout=300,
         cwd=REPO_ROOT,
     )

@@ -24,12 +24,11 @@ import json
 import os
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
 
 README = REPO_ROOT / "README.md"
 DOCS = sorted((REPO_ROOT / "docs").glob("*.md"))
@@ -387,9 +386,7 @@ def test_documented_command_runs(command, readme_env):
     ):
         args = [a.replace(f"${name}", env[name]) for a in args]
     assert all("$" not in a for a in args), f"an undefined variable in {args}"
-    result = subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, env=env, cwd=REPO_ROOT
-    )
+    result = run_script(args, env=env, cwd=REPO_ROOT)
     assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
     for flag in OUTPUT_FLAGS:
         for arg in args:

@@ -3,8 +3,6 @@ embeddings of all-MiniLM-L6-v2 and against the per-token features of the same ru
 
 import itertools
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -27,13 +25,12 @@ from official_bert.tasks.feature_extraction import (
 from official_bert.tasks.sentence_pooling import pool_tokens
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT
+from tests.warm_interpreter import run_script
 
 
 def _run(*flags):
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "extract_features.py"), *flags],
-        capture_output=True,
-        text=True,
+    return run_script(
+        [str(REPO_ROOT / "extract_features.py"), *flags],
         timeout=300,
         cwd=REPO_ROOT,
     )

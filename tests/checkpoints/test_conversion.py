@@ -1,8 +1,5 @@
 """Layout detection, object checkpoints and conversion between all three layouts."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
@@ -14,6 +11,7 @@ from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
 from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
 from tests.conftest import REPO_ROOT, tiny_encoder_kwargs
+from tests.warm_interpreter import run_script
 
 
 def test_tf1_to_safetensors_to_object_to_tf1_is_lossless(original_tiny_dir, tmp_path):
@@ -77,16 +75,13 @@ def test_hf_config_json_is_read_as_hf(tmp_path):
 
 
 def test_convert_checkpoint_script(original_tiny_dir, tmp_path):
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "convert_checkpoint.py"),
             f"--input_checkpoint={original_tiny_dir / 'bert_model.ckpt'}",
             f"--output_dir={tmp_path / 'out'}",
             "--output_format=safetensors",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=REPO_ROOT,
     )

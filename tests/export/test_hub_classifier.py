@@ -1,8 +1,6 @@
 """run_classifier.py --hub_module_handle: fine-tuning an exported encoder end to end."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -11,6 +9,7 @@ import tensorflow as tf
 from tests.conftest import REPO_ROOT
 from tests.export.module_weights import assert_module_weights_moved, saved_encoder_weights
 from tests.tiny_data import write_tiny_task
+from tests.warm_interpreter import run_script
 
 
 def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
@@ -20,9 +19,8 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     output_dir = tmp_path / "output"
     handle = tiny_exports["model"]
     # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
-    ran = subprocess.run(
+    ran = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_classifier.py"),
             "--task_name=generic",
             f"--data_dir={data_dir}",
@@ -39,8 +37,6 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
             "--steps_per_loop=16",
             "--seed=1",
         ],
-        capture_output=True,
-        text=True,
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stderr[-4000:]

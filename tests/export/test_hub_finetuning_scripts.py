@@ -2,8 +2,6 @@
 exported encoder end to end (its config, vocab and casing are the flags' defaults)."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -15,6 +13,7 @@ from official_bert.tasks.squad import SquadOptions, run_squad
 from tests.conftest import REPO_ROOT
 from tests.export.module_weights import assert_module_weights_moved
 from tests.tiny_data import write_tiny_task
+from tests.warm_interpreter import run_script
 
 # Questions over two contexts in the tiny vocabulary (tests/tiny_data.py's words).
 _CONTEXTS = {
@@ -52,9 +51,8 @@ def test_run_squad_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     output_dir = tmp_path / "out"
     handle = tiny_exports["model"]
     # No --bert_config_file, --vocab_file, --do_lower_case: they come from the module.
-    ran = subprocess.run(
+    ran = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_squad.py"),
             f"--hub_module_handle={handle}",
             f"--train_file={squad_file}",
@@ -71,8 +69,6 @@ def test_run_squad_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
             "--steps_per_loop=10",
             "--seed=1",
         ],
-        capture_output=True,
-        text=True,
         cwd=tmp_path,
     )
     assert ran.returncode == 0, ran.stderr[-4000:]

@@ -12,6 +12,7 @@ from official_bert.checkpoints.loading import read_bert_config
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 from tests.conftest import REPO_ROOT, SHARED
+from tests.warm_interpreter import run_script
 
 MRPC = SHARED / "data" / "glue" / "MRPC"
 
@@ -130,9 +131,8 @@ def test_serving_model_takes_raw_strings_in_a_fresh_process(mrpc_run):
 
 def test_serving_signature_is_visible_with_saved_model_cli(mrpc_run):
     _, _, output_dir = mrpc_run
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             "-m",
             "tensorflow.python.tools.saved_model_cli",
             "show",
@@ -143,8 +143,6 @@ def test_serving_signature_is_visible_with_saved_model_cli(mrpc_run):
             "--signature_def",
             "serving_default",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -188,9 +186,8 @@ def test_script_reports_a_bad_row_with_its_file_and_line(minilm_dir, tmp_path):
     (data_dir / "train.tsv").write_text(
         "sentence\tlabel\ngood\t1\nbad\t1\textra\n", encoding="utf-8"
     )
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_classifier.py"),
             "--task_name=SST-2",
             "--do_train=true",
@@ -199,8 +196,6 @@ def test_script_reports_a_bad_row_with_its_file_and_line(minilm_dir, tmp_path):
             f"--bert_config_file={minilm_dir / 'config.json'}",
             f"--output_dir={tmp_path / 'out'}",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert result.returncode != 0

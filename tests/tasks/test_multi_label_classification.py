@@ -40,6 +40,7 @@ from tests.tiny_data import (
     write_tiny_multi_label_task,
     write_tiny_vocab,
 )
+from tests.warm_interpreter import run_script
 
 
 def _write(directory, files: dict[str, str]):
@@ -195,9 +196,8 @@ def multi_label_run(tmp_path_factory):
     data_dir = root / "data"
     write_tiny_multi_label_task(data_dir)
     output_dir = root / "output"
-    ran = subprocess.run(
+    ran = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_classifier.py"),
             "--task_name=generic",
             "--multi_label=true",
@@ -219,8 +219,6 @@ def multi_label_run(tmp_path_factory):
             "--log_steps=48",
             "--seed=1",
         ],
-        capture_output=True,
-        text=True,
         cwd=root,
     )
     assert ran.returncode == 0, ran.stderr[-4000:]

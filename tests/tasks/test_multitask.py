@@ -3,8 +3,6 @@ layouts (CoLA: classification of single sentences, STS-B: regression on pairs) w
 its original-layout outputs, its test predictions, a rerun that resumes, and run_multitask.py."""
 
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,6 +27,7 @@ from official_bert.tasks.multitask import (
 from official_bert.tasks.multitask_objective import multitask_loss_fn
 from tests.conftest import REPO_ROOT, random_inputs, tiny_encoder_kwargs
 from tests.tiny_data import write_tiny_task
+from tests.warm_interpreter import run_script
 
 # The training set sizes of GLUE's MRPC, STS-B and CoLA.
 GLUE_SIZES = [3668, 5749, 8551]
@@ -112,10 +111,8 @@ def test_all_replicas_of_a_step_train_the_same_task(tmp_path):
     task, the task of draw k of the sequence (the sequence of one device)."""
     import json
 
-    result = subprocess.run(
-        [sys.executable, "-c", _MIRRORED],
-        capture_output=True,
-        text=True,
+    result = run_script(
+        ["-c", _MIRRORED],
         timeout=300,
         cwd=REPO_ROOT,
     )
@@ -425,9 +422,8 @@ def test_run_multitask_script_end_to_end(tiny_checkpoint_dir, tiny_glue, tmp_pat
     output_dir = tmp_path / "out"
     # No --bert_config_file or --vocab_file: found beside the checkpoint. 1 epoch over the
     # 48 + 32 examples at batch 8: 10 steps.
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_multitask.py"),
             "--task_names=cola,sts-b",
             f"--data_dirs={tiny_glue / 'CoLA'},{tiny_glue / 'STS-B'}",
@@ -443,8 +439,6 @@ def test_run_multitask_script_end_to_end(tiny_checkpoint_dir, tiny_glue, tmp_pat
             "--iterations_per_loop=5",
             "--seed=4",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=tmp_path,
     )

@@ -21,6 +21,7 @@ from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
 from official_bert.tasks.pretraining_objective import masked_lm_loss, pretraining_loss
 from tests.conftest import REPO_ROOT, SHARED
+from tests.warm_interpreter import run_script
 
 TINY = dict(
     vocab_size=30522,
@@ -130,9 +131,8 @@ def test_original_layout_checkpoint_holds_the_trained_model(sample_records, tmp_
 def test_script_flags_and_bad_lengths(sample_records, tmp_path):
     config = tmp_path / "bert_config.json"
     BertConfig(**TINY).to_json_file(str(config))
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_pretraining.py"),
             f"--input_file={sample_records}",
             f"--output_dir={tmp_path / 'out'}",
@@ -141,8 +141,6 @@ def test_script_flags_and_bad_lengths(sample_records, tmp_path):
             "--max_seq_length=64",
             "--num_train_steps=2",
         ],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=REPO_ROOT,
     )
@@ -258,9 +256,7 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
         )
 
     def run(output_dir):
-        result = subprocess.run(
-            command(output_dir), capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
-        )
+        result = run_script(command(output_dir)[1:], timeout=300, cwd=REPO_ROOT)
         assert result.returncode == 0, result.stderr[-3000:]
         return result.stderr
 
@@ -330,7 +326,7 @@ def test_masked_lm_loss_falls_on_wikitext(wikitext_records, tmp_path):
 
 
 def _run_script(command):
-    return subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=REPO_ROOT)
+    return run_script(command[1:], timeout=300, cwd=REPO_ROOT)  # command[0] is sys.executable
 
 
 def _eval_results(output_dir) -> dict:

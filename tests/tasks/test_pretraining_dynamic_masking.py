@@ -2,8 +2,6 @@
 they are detected and masked in the input pipeline, and a killed run resumes with the masks of
 the uninterrupted one. Records from the project's own sample corpus (no ../shared needed)."""
 
-import subprocess
-
 import numpy as np
 import tensorflow as tf
 
@@ -18,6 +16,7 @@ from tests.tasks.test_pretraining import (
     _tiny_config_file,
     kill_after_checkpoint,
 )
+from tests.warm_interpreter import run_script
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
 
@@ -58,21 +57,13 @@ def test_killed_run_resumes_with_the_masks_of_an_uninterrupted_run(minilm_dir, t
 
     # 40 steps of 8 read every record several times: masks of several epochs are compared.
     assert 40 * 8 > 3 * instances
-    result = subprocess.run(
-        command(tmp_path / "uninterrupted"),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=REPO_ROOT,
-    )
+    result = run_script(command(tmp_path / "uninterrupted")[1:], timeout=300, cwd=REPO_ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
 
     killed_dir = tmp_path / "killed"
     killed_at = kill_after_checkpoint(command(killed_dir), killed_dir, "ckpt-10", "ckpt-40")
 
-    resumed = subprocess.run(
-        command(killed_dir), capture_output=True, text=True, timeout=300, cwd=REPO_ROOT
-    )
+    resumed = run_script(command(killed_dir)[1:], timeout=300, cwd=REPO_ROOT)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"at step {killed_at.rsplit('-', 1)[1]}" in resumed.stderr
     final = _checkpoint_values(str(killed_dir / "ckpt-40"))

@@ -4,8 +4,6 @@ accept the runner's TF2 flags as run_pretraining.py does."""
 
 import functools
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -18,6 +16,7 @@ from official_bert.tasks.registry import run_classifier
 from official_bert.tasks.squad import SquadOptions, run_squad
 from tests.conftest import REPO_ROOT
 from tests.tiny_data import tiny_sentences, write_tiny_checkpoint, write_tiny_task
+from tests.warm_interpreter import run_script
 
 # Dropout off: micro-batches draw other dropout masks than one whole batch would.
 NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
@@ -163,9 +162,8 @@ def test_the_scripts_take_the_runner_flags(script, checkpoint_dir, tmp_path):
         train_file = _tiny_squad_file(tmp_path / "train.json", count=16)
         task_flags = [f"--train_file={train_file}", "--max_query_length=8", "--doc_stride=16"]
     output_dir = tmp_path / "out"
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             script,
             *task_flags,
             f"--init_checkpoint={checkpoint_dir / 'bert_model.ckpt'}",
@@ -179,8 +177,6 @@ def test_the_scripts_take_the_runner_flags(script, checkpoint_dir, tmp_path):
             "--dtype=mixed_bfloat16",
             "--distribution_strategy=mirrored",
         ],
-        capture_output=True,
-        text=True,
         cwd=REPO_ROOT,
         timeout=600,
     )

@@ -1,8 +1,6 @@
 """Strategies from flags; a TPU that is not there fails clearly after a bounded wait."""
 
 import socket
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
@@ -14,6 +12,7 @@ from official_bert.training.distribution import (
     detect_distribution,
 )
 from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
 
 
 @pytest.fixture
@@ -88,9 +87,8 @@ def test_run_pretraining_use_tpu_fails_instead_of_hanging(closed_port_address, t
         num_attention_heads=2,
         intermediate_size=32,
     ).to_json_file(str(config))
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             "run_pretraining.py",
             "--use_tpu",
             f"--tpu_name={closed_port_address}",
@@ -100,8 +98,6 @@ def test_run_pretraining_use_tpu_fails_instead_of_hanging(closed_port_address, t
             "--output_dir=gs://no-such-bucket/out",
             "--do_train",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=REPO_ROOT,
     )

@@ -1,13 +1,12 @@
 """MirroredStrategy over 2 logical CPU devices trains like one device at the same global batch."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
 
 # Both scripts: two logical CPU devices, and model_fn of a tiny BertPretrainer (no dropout) of
 # sequence length S and vocabulary V, which each script defines.
@@ -66,10 +65,8 @@ print(json.dumps({"one": one, "two": two}))
 
 def _run(script: str, tmp_path) -> dict:
     """Runs `script` in a fresh Python (for the logical devices) and returns its JSON line."""
-    result = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
+    result = run_script(
+        ["-c", script, str(tmp_path)],
         timeout=600,
         cwd=REPO_ROOT,
     )

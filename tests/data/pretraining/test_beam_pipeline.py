@@ -10,8 +10,6 @@ import glob
 import gzip
 import importlib.util
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -25,6 +23,7 @@ from official_bert.data.pretraining.data_writer import (
 from official_bert.data.pretraining.features import pretraining_feature_spec
 from official_bert.tokenization import load_vocab
 from tests.conftest import REPO_ROOT, SHARED
+from tests.warm_interpreter import run_script
 
 pytestmark = [
     pytest.mark.beam,
@@ -142,9 +141,8 @@ def test_script_output_does_not_depend_on_the_workers(vocab_file, tmp_path):
         vocab_file=vocab_file, dupe_factor=2, chunk_bytes=int(0.001 * 1024 * 1024)
     )
     _write_with_beam([CORPUS], tmp_path / "one" / "examples", settings, num_shards=2)
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "create_pretraining_data.py"),
             f"--input_file={CORPUS}",
             f"--output_file={tmp_path / 'two' / 'examples'}",
@@ -155,8 +153,6 @@ def test_script_output_does_not_depend_on_the_workers(vocab_file, tmp_path):
             "--beam_pipeline_options=--runner=DirectRunner --direct_num_workers=2 "
             "--direct_running_mode=multi_threading",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=REPO_ROOT,
     )
@@ -186,9 +182,8 @@ def test_run_pretraining_trains_from_the_beam_shards(vocab_file, tmp_path):
         intermediate_size=64,
         max_position_embeddings=32,
     ).to_json_file(str(config))
-    result = subprocess.run(
+    result = run_script(
         [
-            sys.executable,
             str(REPO_ROOT / "run_pretraining.py"),
             f"--input_file={prefix}*",
             f"--output_dir={tmp_path / 'run'}",
@@ -203,8 +198,6 @@ def test_run_pretraining_trains_from_the_beam_shards(vocab_file, tmp_path):
             "--num_warmup_steps=1",
             "--max_eval_steps=2",
         ],
-        capture_output=True,
-        text=True,
         timeout=600,
         cwd=REPO_ROOT,
     )
