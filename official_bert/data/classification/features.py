@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -61,6 +62,26 @@ def classifier_feature_spec(
     return spec
 
 
+# The packer's graph, traced once per packer and arity: a run packs its train, eval and predict
+# splits with one packer, and tracing the tokenizer's ops takes most of a small split's time.
+# Weak keys and a weak reference inside: a packer's functions go when the packer does.
+_PACKING_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _packing_function(packer: BertInputPacker, pairs: bool):
+    """`packer` as a tf.function of string vectors [batch]: (text_a, text_b) or (text_a,)."""
+    functions = _PACKING_FUNCTIONS.setdefault(packer, {})
+    if pairs not in functions:
+        packer_ref = weakref.ref(packer)
+        spec = tf.TensorSpec([None], tf.string)
+        if pairs:
+            pack = tf.function(lambda a, b: packer_ref()(a, b), input_signature=[spec, spec])
+        else:
+            pack = tf.function(lambda a: packer_ref()(a), input_signature=[spec])
+        functions[pairs] = pack
+    return functions[pairs]
+
+
 def encode_classifier_examples(
     examples: list[ClassifierExample],
     packer: BertInputPacker,
@@ -83,11 +104,7 @@ def encode_classifier_examples(
     if len(has_pairs) > 1:
         raise ValueError("examples mix single texts and pairs; a task must use one or the other")
     pairs = has_pairs == {True}
-    spec = tf.TensorSpec([None], tf.string)
-    if pairs:
-        pack = tf.function(packer.__call__, input_signature=[spec, spec])
-    else:
-        pack = tf.function(lambda text_a: packer(text_a), input_signature=[spec])
+    pack = _packing_function(packer, pairs)
     columns = {"input_ids": [], "input_mask": [], "segment_ids": []}
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
