@@ -102,6 +102,7 @@ class BertInputPacker(tf.Module):
             "input_type_ids": tf.cast(input_type_ids, tf.int32),
         }
 
+    @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python control flow
     def __call__(self, text_a, text_b=None, pad_to_longest: bool = False) -> dict[str, tf.Tensor]:
         """Tokenizes and packs [batch] tf.string texts (text_b optional); pad_to_longest as
         in `pack_ids`.

@@ -11,6 +11,7 @@ import tensorflow as tf
 from official_bert.data.record_files import check_record_files
 
 
+@tf.autograph.experimental.do_not_convert  # Python loops over names only
 def check_token_ids(
     batch: dict,
     vocab_size: int,
@@ -95,6 +96,7 @@ def batched_records(
     return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
+@tf.autograph.experimental.do_not_convert  # straight-line code
 def trimmed_length(input_mask: tf.Tensor, max_seq_length: int | tf.Tensor) -> tf.Tensor:
     """The sequence length a batch can be cut to: its longest real example (input_mask int
     [batch, seq]) rounded up to a multiple of 8, at most max_seq_length (8 for an empty

@@ -17,7 +17,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)  # straight-line code
 def _update(
     variable,
     m,

@@ -16,7 +16,7 @@ def _gelu_tanh_gate(x, x_squared):
     return tf.sigmoid(x * (_GELU_A + _GELU_B * x_squared))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)  # straight-line code
 def _gelu_tanh_gradient(x, dy):
     """dy * d/dx gelu_tanh(x) for float32 x, dy; compiled by XLA into one element-wise loop.
 

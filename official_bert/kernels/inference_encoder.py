@@ -240,6 +240,9 @@ class FusedInferenceEncoder(tf.Module):
             output + x, weights["output_gamma"], weights["output_beta"], self.epsilon
         )
 
+    # Not converted by AutoGraph: Python branches on static things only (the run-time batch
+    # choice is an explicit tf.cond), and converting this call tree costs ~1 s per process.
+    @tf.autograph.experimental.do_not_convert
     def __call__(self, inputs: dict, training: bool | None = None, output_positions=None) -> dict:
         """inputs: BertEncoder's dict; `training` is accepted as BertEncoder's, and must be
         false: there is no dropout here. output_positions: as BertEncoder's (int [batch,

@@ -34,6 +34,7 @@ def _is_chief(strategy: tf.distribute.Strategy) -> bool:
     return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
+@tf.autograph.experimental.do_not_convert  # straight-line code
 def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
     """The scalar tf.clip_by_global_norm(gradients, clip_norm) multiplies every gradient by:
     clip_norm / max(global norm, clip_norm), and NaN where the norm is not finite (so that a
@@ -168,7 +169,8 @@ class Runner:
             ]
             self._checked_variables = variables
             self._finite_flags = tf.function(
-                lambda: tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables])
+                lambda: tf.stack([tf.reduce_all(tf.math.is_finite(v)) for v in variables]),
+                autograph=False,  # a Python loop over variables: nothing to convert
             )
         flags = self._finite_flags().numpy()
         return [v.path for v, ok in zip(self._checked_variables, flags, strict=True) if not ok]
@@ -274,6 +276,8 @@ class Runner:
         # update, as the original optimizer skips None gradients (no weight decay on them).
         unreached: set[int] = set()
 
+        # Python branches on static things only: not converted by AutoGraph (faster tracing).
+        @tf.autograph.experimental.do_not_convert
         def gradients_of(batch, denominators):
             """(gradients, loss share) of one micro-batch; the shares of all micro-batches and
             replicas sum to the update's loss, their gradients to its gradient. Unreached

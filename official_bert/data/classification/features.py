@@ -75,9 +75,11 @@ def _packing_function(packer: BertInputPacker, pairs: bool):
         packer_ref = weakref.ref(packer)
         spec = tf.TensorSpec([None], tf.string)
         if pairs:
-            pack = tf.function(lambda a, b: packer_ref()(a, b), input_signature=[spec, spec])
+            pack = tf.function(
+                lambda a, b: packer_ref()(a, b), input_signature=[spec, spec], autograph=False
+            )
         else:
-            pack = tf.function(lambda a: packer_ref()(a), input_signature=[spec])
+            pack = tf.function(lambda a: packer_ref()(a), input_signature=[spec], autograph=False)
         functions[pairs] = pack
     return functions[pairs]
 
