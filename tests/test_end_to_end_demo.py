@@ -1,26 +1,22 @@
 """`make demo` (run_demo.py) end to end in its quick mode: every stage runs and writes its outputs."""
 
 import json
-import subprocess
-import sys
 
 from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
 
 
 def test_quick_demo_runs_every_stage(tmp_path):
     output = tmp_path / "demo"
-    result = subprocess.run(
+    result = run_script(
         # From the demo's own model: fine-tuning MiniLM (the default when installed) is covered
         # by tests/tasks/test_classification.py, and is slower.
         [
-            sys.executable,
             "run_demo.py",
             "--quick",
             "--init_from=pretrained",
             f"--output_dir={output}",
         ],
-        capture_output=True,
-        text=True,
         cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -63,10 +59,8 @@ def test_quick_chinese_demo_runs_every_stage(tmp_path):
     from official_bert.end_to_end_demo_chinese import CHINESE_DEMO_SENTENCES
 
     output = tmp_path / "demo_zh"
-    result = subprocess.run(
-        [sys.executable, "run_demo.py", "--lang=zh", "--quick", f"--output_dir={output}"],
-        capture_output=True,
-        text=True,
+    result = run_script(
+        ["run_demo.py", "--lang=zh", "--quick", f"--output_dir={output}"],
         cwd=REPO_ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -10,14 +10,15 @@ import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 assert not any(name.startswith("official_bert") for name in sys.modules)
-served = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-inputs = {name: tf.constant(values, tf.string) for name, values in json.loads(sys.argv[2]).items()}
+inputs = {name: tf.constant(values, tf.string) for name, values in json.loads(sys.argv[1]).items()}
 def decoded(value):
     if isinstance(value, list):
         return [decoded(item) for item in value]
     return value.decode() if isinstance(value, bytes) else value
-outputs = {name: decoded(value.numpy().tolist()) for name, value in served(**inputs).items()}
-print(json.dumps(outputs))
+for export_dir in sys.argv[2:]:
+    served = tf.saved_model.load(export_dir).signatures["serving_default"]
+    outputs = {name: decoded(value.numpy().tolist()) for name, value in served(**inputs).items()}
+    print(json.dumps(outputs))
 """
 
 
@@ -25,12 +26,19 @@ def serve_in_fresh_process(export_dir, inputs: dict[str, list[str]]) -> dict:
     """`serving_default(**inputs)` of the SavedModel at export_dir, run in a new interpreter;
     returns {output name: nested lists} (strings decoded from UTF-8; a rank-1 string output is
     a list, rank 2 a list of lists)."""
+    return serve_each_in_one_fresh_process([export_dir], inputs)[0]
+
+
+def serve_each_in_one_fresh_process(export_dirs, inputs: dict[str, list[str]]) -> list[dict]:
+    """serve_in_fresh_process for several SavedModels, loaded one after another by one new
+    interpreter (which pays TensorFlow's start-up once); a list in export_dirs' order."""
     result = subprocess.run(
-        [sys.executable, "-c", _SERVE, str(export_dir), json.dumps(inputs)],
+        [sys.executable, "-c", _SERVE, json.dumps(inputs), *map(str, export_dirs)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd="/",
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    lines = result.stdout.strip().splitlines()[-len(export_dirs) :]
+    return [json.loads(line) for line in lines]

@@ -159,10 +159,19 @@ def test_tuned_threshold_is_the_one_served(minilm_dir, tmp_path):
     ] == [predictions.predictions[qid] for qid in ids]
 
 
-def test_v1_cased_answers_equal_the_predict_path(minilm_dir, tmp_path):
+@pytest.fixture(scope="module")
+def v1_cased_run(minilm_dir, tmp_path_factory):
+    """One cased SQuAD v1.1 run (train, predict, export, served), for the two tests below:
+    (predictions, served, its folder)."""
+    tmp_path = tmp_path_factory.mktemp("v1_cased")
+    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
+    return predictions, served, tmp_path
+
+
+def test_v1_cased_answers_equal_the_predict_path(v1_cased_run):
     # Cased text on the uncased vocabulary: "Église", "Zoë" and others become [UNK], whose
     # answers the original widens to whole words.
-    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
+    predictions, served, _ = v1_cased_run
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["answer"] == [predictions.predictions[qid] for qid in ids]
     assert "null_score" not in served and "has_answer" not in served
@@ -184,8 +193,8 @@ def _export_only(minilm_dir, tmp_path, name, **overrides):
     return served, results
 
 
-def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, tmp_path):
-    predictions, served, _ = _run(minilm_dir, tmp_path, do_lower_case=False)
+def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, v1_cased_run):
+    _, served, tmp_path = v1_cased_run
     # Only --export_dir: the checkpoint in output_dir is restored and served.
     again, results = _export_only(minilm_dir, tmp_path, "serving_later")
     assert results["history"] == [] and results["export_dir"] == str(tmp_path / "serving_later")

@@ -8,7 +8,7 @@ import pytest
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
-from tests.export.fresh_process import serve_in_fresh_process
+from tests.export.fresh_process import serve_each_in_one_fresh_process
 from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
 
 TEXTS = ["a good and fine day", "bad awful things", "fine"]
@@ -53,15 +53,15 @@ def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_
     # Nothing but the export asked: the checkpoint in output_dir is restored and served.
     later = run_classifier(_options(tiny_task, output_dir, export_dir=str(tmp_path / "later")))
     assert later["export_dir"] == str(tmp_path / "later") and later["history"] == []
-    after = serve_in_fresh_process(tmp_path / "after", {"text_a": TEXTS})
-    again = serve_in_fresh_process(tmp_path / "later", {"text_a": TEXTS})
-    np.testing.assert_allclose(again["probabilities"], after["probabilities"], atol=1e-6)
     # The test can fail: the fine-tuned model is not the one it started from.
     initial = run_classifier(
         _options(tiny_task, tmp_path / "fresh", export_dir=str(tmp_path / "initial"))
     )
     assert initial["export_dir"] == str(tmp_path / "initial")
-    untrained = serve_in_fresh_process(tmp_path / "initial", {"text_a": TEXTS})
+    after, again, untrained = serve_each_in_one_fresh_process(
+        [tmp_path / "after", tmp_path / "later", tmp_path / "initial"], {"text_a": TEXTS}
+    )
+    np.testing.assert_allclose(again["probabilities"], after["probabilities"], atol=1e-6)
     assert np.abs(np.array(untrained["probabilities"]) - after["probabilities"]).max() > 1e-3
 
 
@@ -94,9 +94,12 @@ def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_p
                 **task,
             )
         )
-        served[name] = np.array(
-            serve_in_fresh_process(tmp_path / f"{name}_sm", {"text_a": TEXTS})["probabilities"]
-        )
+    outputs = serve_each_in_one_fresh_process(
+        [tmp_path / "keras_sm", tmp_path / "fused_sm", tmp_path / "bfloat16_sm"],
+        {"text_a": TEXTS},
+    )
+    for name, output in zip(("keras", "fused", "bfloat16"), outputs, strict=True):
+        served[name] = np.array(output["probabilities"])
     np.testing.assert_allclose(served["fused"], served["keras"], atol=1e-5)
     error = np.abs(served["bfloat16"] - served["fused"]).max()
     assert 0 < error < 2e-2, error
