@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -101,7 +102,11 @@ def serve() -> None:
         request = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of fork() in a process with threads: TensorFlow's import
+            # leaves one native thread, idle (no op has run), which the child does not need.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
         if pid == 0:
             status = 1
             try:
@@ -188,5 +193,15 @@ atexit.register(_INTERPRETER.close)
 def run_script(argv, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess:
     """`python argv[0] argv[1:]` (a path relative to cwd, default the repository; or `-c CODE`,
     `-m MODULE`) in a forked warm interpreter; see the module docstring. At `timeout` seconds the
-    run is killed and subprocess.TimeoutExpired raised."""
+    run is killed and subprocess.TimeoutExpired raised. Where os.fork does not exist (Windows),
+    a new interpreter runs it."""
+    if not hasattr(os, "fork"):
+        return subprocess.run(
+            [sys.executable, *map(str, argv)],
+            env=env,
+            cwd=cwd or REPO_ROOT,
+            timeout=timeout,
+            capture_output=True,
+            text=True,
+        )
     return _INTERPRETER.run(argv, env=env, cwd=cwd, timeout=timeout)
