@@ -52,6 +52,6 @@ demo: install
 test: $(VENV)/installed-beam
 	$(VENV_PYTHON) -m ruff check .
 	$(VENV_PYTHON) -m ruff format --check .
-	# Two worker processes, each test file on one of them (module fixtures stay shared): about
-	# 10 minutes on 2 cores instead of 15 in one process.
+	# Two worker processes, each test file on one of them (module fixtures stay shared): 10 to
+	# 16 minutes on 2 cores, depending on the machine.
 	$(VENV_PYTHON) -m pytest -n 2 --dist loadfile
