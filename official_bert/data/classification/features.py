@@ -73,14 +73,11 @@ def _packing_function(packer: BertInputPacker, pairs: bool):
     functions = _PACKING_FUNCTIONS.setdefault(packer, {})
     if pairs not in functions:
         packer_ref = weakref.ref(packer)
-        spec = tf.TensorSpec([None], tf.string)
-        if pairs:
-            pack = tf.function(
-                lambda a, b: packer_ref()(a, b), input_signature=[spec, spec], autograph=False
-            )
-        else:
-            pack = tf.function(lambda a: packer_ref()(a), input_signature=[spec], autograph=False)
-        functions[pairs] = pack
+        functions[pairs] = tf.function(
+            lambda *texts: packer_ref()(*texts),
+            input_signature=[tf.TensorSpec([None], tf.string)] * (2 if pairs else 1),
+            autograph=False,
+        )
     return functions[pairs]
 
 
