@@ -72,6 +72,41 @@ def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float)
     return tf.cast(centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta, dtype)
 
 
+# The attention's small operations on a few tokens. TensorFlow's x86 build runs float32 and
+# bfloat16 transposes, batched products and softmax as oneDNN primitives, each with a fixed
+# set-up cost that outweighs the arithmetic on a short text's [heads, seq, seq] tensors (at 16
+# tokens a layer's five such operations take longer than its QKV product). These run them on
+# TensorFlow's own (Eigen) kernels instead, which the oneDNN graph rewrite leaves alone: an
+# integer transpose of the same bits, BatchMatMulV3 (the rewrite takes only BatchMatMulV2), and
+# the softmax written out. From a few dozen tokens on oneDNN's kernels are the faster ones
+# (bench/RESULTS.md, serving_throughput.py), so only calls of at most FEW_TOKENS use these.
+_SAME_SIZE_INTEGERS = {tf.float32: tf.int32, tf.bfloat16: tf.int16}
+
+
+def _transpose(x: tf.Tensor, perm: list[int], few_tokens: bool) -> tf.Tensor:
+    """tf.transpose(x, perm); with few_tokens, moved as integers of x's width (same bits)."""
+    if not few_tokens:
+        return tf.transpose(x, perm)
+    bits = _SAME_SIZE_INTEGERS[x.dtype]
+    return tf.bitcast(tf.transpose(tf.bitcast(x, bits), perm), x.dtype)
+
+
+def _batch_matmul(a: tf.Tensor, b: tf.Tensor, few_tokens: bool, adj_y: bool = False) -> tf.Tensor:
+    """a @ b (b transposed with adj_y) over leading batch axes, in a's dtype."""
+    if not few_tokens:
+        return tf.matmul(a, b, transpose_b=adj_y)
+    return tf.raw_ops.BatchMatMulV3(x=a, y=b, Tout=a.dtype, adj_y=adj_y)
+
+
+def _softmax(logits: tf.Tensor, few_tokens: bool) -> tf.Tensor:
+    """Softmax over the last axis in logits' dtype (written out in float32 with few_tokens)."""
+    if not few_tokens:
+        return tf.nn.softmax(logits)
+    x = tf.cast(logits, tf.float32)
+    exponentials = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+    return tf.cast(exponentials / tf.reduce_sum(exponentials, axis=-1, keepdims=True), logits.dtype)
+
+
 class FusedInferenceEncoder(tf.Module):
     """The eval-mode forward of a built BertEncoder (module docstring), weights copied.
 
@@ -82,6 +117,9 @@ class FusedInferenceEncoder(tf.Module):
     # The smallest static batch computed as two halves (see __call__): below it the halves'
     # products are too small to keep both cores busy on their own.
     SPLIT_BATCH = 8
+    # The most tokens (batch x seq) a call may have for the attention's small operations to run
+    # on TensorFlow's own kernels (see _transpose): measured crossover, 32 to 64 tokens.
+    FEW_TOKENS = 32
 
     def __init__(self, encoder, dtype: str = "float32", name: str | None = None):
         super().__init__(name=name)
@@ -185,16 +223,19 @@ class FusedInferenceEncoder(tf.Module):
             keep = keep * lower[None, None, :, :]
         return tf.cast((1.0 - keep) * -10000.0, self.compute_dtype)
 
-    def _block(self, x, weights, batch, seq, attention_bias, query_positions=None):
+    def _block(self, x, weights, batch, seq, attention_bias, few_tokens, query_positions=None):
         """x [batch * seq, hidden] -> the same, one transformer layer; with query_positions
-        (int32 [batch, rows]) only those rows are queries: -> [batch * rows, hidden]."""
+        (int32 [batch, rows]) only those rows are queries: -> [batch * rows, hidden].
+        few_tokens: run the attention's small operations as for a call of few tokens."""
         heads, size, hidden = self.num_heads, self.head_size, self.hidden_size
         kernel, bias = weights["qkv_kernel"], weights["qkv_bias"]
         if query_positions is None:
             rows, residual = seq, x
             qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)
             # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
-            qkv = tf.transpose(tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4])
+            qkv = _transpose(
+                tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4], few_tokens
+            )
             query, key, value = qkv[0], qkv[1], qkv[2]
         else:
             rows = query_positions.shape[1]
@@ -205,20 +246,23 @@ class FusedInferenceEncoder(tf.Module):
                 [batch * rows, hidden],
             )
             query = tf.nn.bias_add(tf.matmul(residual, kernel[:, :hidden]), bias[:hidden])
-            query = tf.transpose(tf.reshape(query, [batch, rows, heads, size]), [0, 2, 1, 3])
+            query = _transpose(
+                tf.reshape(query, [batch, rows, heads, size]), [0, 2, 1, 3], few_tokens
+            )
             key_value = tf.nn.bias_add(tf.matmul(x, kernel[:, hidden:]), bias[hidden:])
-            key_value = tf.transpose(
-                tf.reshape(key_value, [batch, seq, 2, heads, size]), [2, 0, 3, 1, 4]
+            key_value = _transpose(
+                tf.reshape(key_value, [batch, seq, 2, heads, size]), [2, 0, 3, 1, 4], few_tokens
             )
             key, value = key_value[0], key_value[1]
             if self.causal:  # [batch, 1, seq, seq]: the query rows' own masks
                 attention_bias = tf.gather(attention_bias[:, 0], query_positions, batch_dims=1)[
                     :, None
                 ]
-        scores = tf.matmul(query, key, transpose_b=True)  # [batch, heads, rows, seq]
-        probabilities = tf.nn.softmax(scores + attention_bias)
-        context = tf.matmul(probabilities, value)  # [batch, heads, rows, size]
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * rows, hidden])
+        # [batch, heads, rows, seq]
+        scores = _batch_matmul(query, key, few_tokens, adj_y=True)
+        probabilities = _softmax(scores + attention_bias, few_tokens)
+        context = _batch_matmul(probabilities, value, few_tokens)  # [batch, heads, rows, size]
+        context = tf.reshape(_transpose(context, [0, 2, 1, 3], few_tokens), [batch * rows, hidden])
         attention = tf.nn.bias_add(
             tf.matmul(context, weights["attention_kernel"]), weights["attention_bias"]
         )
@@ -254,32 +298,46 @@ class FusedInferenceEncoder(tf.Module):
         LayerNorm and head transposes beside the other half's products instead of between
         them (measured in bench/RESULTS.md, encoder_latency.py). A batch whose size the graph
         does not know (a serving signature's) chooses at run time, with both chains in the
-        graph. Same values: every row is computed alone."""
+        graph. Same values: every row is computed alone. A call of at most FEW_TOKENS tokens
+        runs its attention's small operations on TensorFlow's own kernels (see _transpose);
+        where the graph does not know the batch or the length, that too is chosen at run
+        time."""
         if training:
             raise ValueError("FusedInferenceEncoder is eval-only (no dropout): training=True")
         inputs = {name: tf.convert_to_tensor(inputs[name]) for name in _INPUT_NAMES}
         if output_positions is not None:
             inputs["output_positions"] = tf.cast(output_positions, tf.int32)
-        batch = inputs["input_word_ids"].shape[0]
-        if batch is None:
-            rows = tf.shape(inputs["input_word_ids"])[0]
+        batch, seq = inputs["input_word_ids"].shape
+        if batch is not None and batch >= self.SPLIT_BATCH:
+            return self._forward_in_halves(inputs, batch // 2)
+        if batch is not None and seq is not None:
+            return self._forward(inputs, few_tokens=batch * seq <= self.FEW_TOKENS)
+        shape = tf.shape(inputs["input_word_ids"])
+
+        def unsplit():
             return tf.cond(
-                rows >= self.SPLIT_BATCH,
-                lambda: self._forward_in_halves(inputs, rows // 2),
-                lambda: self._forward(inputs),
+                shape[0] * shape[1] <= self.FEW_TOKENS,
+                lambda: self._forward(inputs, few_tokens=True),
+                lambda: self._forward(inputs, few_tokens=False),
             )
-        if batch < self.SPLIT_BATCH:
-            return self._forward(inputs)
-        return self._forward_in_halves(inputs, batch // 2)
+
+        if batch is not None:
+            return unsplit()
+        return tf.cond(
+            shape[0] >= self.SPLIT_BATCH,
+            lambda: self._forward_in_halves(inputs, shape[0] // 2),
+            unsplit,
+        )
 
     def _forward_in_halves(self, inputs: dict, half) -> dict:
         """_forward on rows [:half] and [half:] as two chains, outputs joined."""
-        first = self._forward({name: value[:half] for name, value in inputs.items()})
-        second = self._forward({name: value[half:] for name, value in inputs.items()})
+        first = self._forward({name: value[:half] for name, value in inputs.items()}, False)
+        second = self._forward({name: value[half:] for name, value in inputs.items()}, False)
         return tf.nest.map_structure(lambda a, b: tf.concat([a, b], 0), first, second)
 
-    def _forward(self, inputs: dict) -> dict:
-        """__call__ on one chain (inputs: the encoder's, and `output_positions` if given)."""
+    def _forward(self, inputs: dict, few_tokens: bool) -> dict:
+        """__call__ on one chain (inputs: the encoder's, and `output_positions` if given);
+        few_tokens: as _block's."""
         word_ids = inputs["input_word_ids"]
         # Static sizes where the caller's shapes have them: the graph rewriter fuses only
         # products whose operand shapes it knows.
@@ -306,18 +364,18 @@ class FusedInferenceEncoder(tf.Module):
         encoder_outputs = []
         *lower_layers, last_layer = self.layers
         for weights in lower_layers:
-            x = self._block(x, weights, batch, seq, attention_bias)
+            x = self._block(x, weights, batch, seq, attention_bias, few_tokens)
             encoder_outputs.append(tf.reshape(x, [batch, seq, self.hidden_size]))
         if "output_positions" in inputs:
             positions = inputs["output_positions"]
             # [CLS] first, for the pooler: [batch, 1 + num_positions].
             cls = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
             positions = tf.concat([cls, positions], axis=1)
-            x = self._block(x, last_layer, batch, seq, attention_bias, positions)
+            x = self._block(x, last_layer, batch, seq, attention_bias, few_tokens, positions)
             last = tf.reshape(x, [batch, -1, self.hidden_size])
             cls, sequence_output = last[:, 0, :], last[:, 1:, :]
         else:
-            x = self._block(x, last_layer, batch, seq, attention_bias)
+            x = self._block(x, last_layer, batch, seq, attention_bias, few_tokens)
             sequence_output = tf.reshape(x, [batch, seq, self.hidden_size])
             cls = sequence_output[:, 0, :]
         encoder_outputs.append(sequence_output)

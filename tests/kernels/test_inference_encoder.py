@@ -104,31 +104,118 @@ def test_a_large_static_batch_runs_as_two_halves_with_the_same_outputs(batch):
     _assert_outputs_close(outputs, fused(inputs), atol=1e-5)
 
 
-def test_a_batch_of_unknown_size_chooses_halves_when_it_runs():
-    """A serving signature's batch (None when traced): both chains are in the graph and the
-    batch's size picks one at run time; outputs equal the Keras encoder's either way."""
+def _branch_products(graph) -> list:
+    """For each If op of a traced graph (its branch functions looked up in the graph's library,
+    nested Ifs followed): [(MatMul count, BatchMatMulV2 count, BatchMatMulV3 count)] of its
+    then and else branches, in the order the Ifs are met."""
+    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+    found = []
+
+    def walk(nodes):
+        for node in nodes:
+            if node.op in ("If", "StatelessIf"):
+                counts = []
+                for branch in ("then_branch", "else_branch"):
+                    body = library[node.attr[branch].func.name].node_def
+                    counts.append(
+                        tuple(
+                            sum(n.op == op for n in body)
+                            for op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")
+                        )
+                    )
+                found.append(counts)
+                for branch in ("then_branch", "else_branch"):
+                    walk(library[node.attr[branch].func.name].node_def)
+
+    walk(graph.as_graph_def().node)
+    return found
+
+
+def test_a_call_of_unknown_shape_chooses_its_path_when_it_runs():
+    """A serving signature's batch and length (None when traced): the halves, one chain and
+    one chain of few tokens are all in the graph, the call's shape picks one at run time, and
+    the outputs equal the Keras encoder's whichever runs."""
     with fast_kernels(True):
         encoder = _encoder()
     fused = FusedInferenceEncoder(encoder)
     names = ("input_word_ids", "input_mask", "input_type_ids")
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in names}
     serve = tf.function(fused.__call__, input_signature=[spec])
-    graph = serve.get_concrete_function().graph
-    (choice,) = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
-    library = {f.signature.name: f for f in graph.as_graph_def().library.function}
-    products = [
-        sum(node.op == "MatMul" for node in library[choice.get_attr(branch).name].node_def)
-        for branch in ("then_branch", "else_branch")
+    chain = 4 * len(fused.layers) + 1  # products of one chain
+    attention = 2 * len(fused.layers)  # batched products of one chain
+    assert _branch_products(serve.get_concrete_function().graph) == [
+        # halves (two chains of oneDNN's batched products) or one chain
+        [(2 * chain, 2 * attention, 0), (0, 0, 0)],
+        # one chain: few tokens (Eigen's batched products) or more
+        [(chain, 0, attention), (chain, attention, 0)],
     ]
-    assert products == [2 * (4 * len(fused.layers) + 1), 4 * len(fused.layers) + 1]
-    for batch in (fused.SPLIT_BATCH + 3, fused.SPLIT_BATCH - 1):
+    few_rows = fused.FEW_TOKENS // 16
+    for batch in (fused.SPLIT_BATCH + 3, fused.SPLIT_BATCH - 1, few_rows, 1):
         inputs = random_inputs(batch=batch, seq=16, vocab=100)
         inputs["input_mask"][batch // 2, 9:] = 0
         _assert_outputs_close(serve(inputs), encoder(inputs, training=False), atol=2e-5)
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"causal": True}, {"hidden_size": 24, "num_attention_heads": 4, "intermediate_size": 40}],
+    ids=["gelu", "causal", "head_size_6"],
+)
+def test_few_tokens_run_the_attention_on_tensorflows_own_kernels_with_the_same_outputs(
+    overrides,
+):
+    """At most FEW_TOKENS tokens: the attention's transposes, batched products and softmax
+    run as integer transposes, BatchMatMulV3 and written-out softmax (TensorFlow's own
+    kernels); the outputs are the Keras encoder's, and those of the oneDNN path."""
+    with fast_kernels(True):
+        encoder = _encoder(**overrides)
+    fused = FusedInferenceEncoder(encoder)
+    seq = 16
+    batch = fused.FEW_TOKENS // seq
+    inputs = random_inputs(batch=batch, seq=seq, vocab=100)  # row 1 padded
+    spec = {name: tf.TensorSpec([batch, seq], tf.int32) for name in inputs}
+    few_call = tf.function(fused.__call__, input_signature=[spec])
+    op_types = [op.type for op in few_call.get_concrete_function().graph.get_operations()]
+    assert op_types.count("BatchMatMulV3") == 2 * len(fused.layers)
+    assert "BatchMatMulV2" not in op_types and "Softmax" not in op_types
+    transposes = [
+        op
+        for op in few_call.get_concrete_function().graph.get_operations()
+        if op.type == "Transpose"
+    ]
+    assert transposes and all(op.get_attr("T") == tf.int32 for op in transposes)
+    outputs = few_call(inputs)
+    _assert_outputs_close(outputs, encoder(inputs, training=False), atol=2e-5)
+    # One more row: past FEW_TOKENS, oneDNN's kernels; the shared rows' outputs agree.
+    more = random_inputs(batch=batch + 1, seq=seq, vocab=100)
+    more_call = tf.function(fused.__call__)
+    graph = more_call.get_concrete_function(
+        {name: tf.TensorSpec([batch + 1, seq], tf.int32) for name in more}
+    ).graph
+    assert "BatchMatMulV3" not in [op.type for op in graph.get_operations()]
+    np.testing.assert_allclose(
+        more_call(more)["sequence_output"].numpy()[:batch],
+        outputs["sequence_output"].numpy(),
+        atol=1e-5,
+    )
+
+
+def test_few_tokens_in_bfloat16_match_the_onednn_path_and_mixed_bfloat16():
+    encoder = _encoder()
+    mixed = _encoder(dtype="mixed_bfloat16")
+    mixed.set_weights(encoder.get_weights())
+    fused = FusedInferenceEncoder(encoder, dtype="bfloat16")
+    inputs = random_inputs(batch=2, seq=16)
+    assert 2 * 16 <= fused.FEW_TOKENS
+    few = fused(inputs)
+    assert few["sequence_output"].dtype == tf.bfloat16
+    _assert_outputs_close(few, mixed(inputs, training=False), atol=0.1, rtol=0.05)
+    fused.FEW_TOKENS = 0  # the same call on oneDNN's kernels
+    _assert_outputs_close(few, fused(inputs), atol=0.05, rtol=0.02)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
-@pytest.mark.parametrize("batch", [3, 9], ids=["one_chain", "halves"])
+@pytest.mark.parametrize("batch", [1, 3, 9], ids=["few_tokens", "one_chain", "halves"])
 def test_output_positions_equal_the_keras_encoders(causal, batch):
     """As BertEncoder's `output_positions`: the last layer at [CLS] and those rows only, in
     eager, static and unknown-batch graphs; [batch, 0] leaves `pooled_output` alone."""
