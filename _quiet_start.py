@@ -30,7 +30,7 @@ TensorFlow's logging) or when the command line asks absl for --verbosity=1 or mo
 
 The objects the import made (TensorFlow's modules, about 300k) are then frozen (gc.freeze), as
 they live as long as the process: Python's full collections, the one at the interpreter's exit
-included, no longer walk them (that walk made a script's exit take longer than its last step).
+included, no longer walk them.
 
 A module at the top level, not in official_bert: importing the library imports TensorFlow, and
 the library changes neither the process's output nor its environment.
