@@ -229,16 +229,21 @@ def test_objects_are_frozen_for_the_collector_while_writing_and_thawed_after(
 
     monkeypatch.setattr(pretraining_data_writer.ChunkProcessor, "__call__", recording)
     settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=1)
-    assert gc.get_freeze_count() == 0
-    write_pretraining_examples([str(CORPUS)], [str(tmp_path / "a.tfrecord")], settings, 1)
-    assert seen and min(seen) > 0
-    assert gc.get_freeze_count() == 0
-    gc.freeze()
+    # A test process that imported _quiet_start (test_quiet_start.py does) is frozen already:
+    # start from an unfrozen collector, and leave it as found.
+    was_frozen = gc.get_freeze_count() > 0
+    gc.unfreeze()
     try:
+        write_pretraining_examples([str(CORPUS)], [str(tmp_path / "a.tfrecord")], settings, 1)
+        assert seen and min(seen) > 0
+        assert gc.get_freeze_count() == 0
+        gc.freeze()
         write_pretraining_examples([str(CORPUS)], [str(tmp_path / "b.tfrecord")], settings, 1)
         assert gc.get_freeze_count() > 0  # still the caller's (less what was freed)
     finally:
         gc.unfreeze()
+        if was_frozen:
+            gc.freeze()
 
 
 @pytest.mark.slow  # two more script runs; default suite time
