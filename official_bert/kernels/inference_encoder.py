@@ -331,8 +331,8 @@ class FusedInferenceEncoder(tf.Module):
 
     def _forward_in_halves(self, inputs: dict, half) -> dict:
         """_forward on rows [:half] and [half:] as two chains, outputs joined."""
-        first = self._forward({name: value[:half] for name, value in inputs.items()}, False)
-        second = self._forward({name: value[half:] for name, value in inputs.items()}, False)
+        first = self._forward({k: v[:half] for k, v in inputs.items()}, few_tokens=False)
+        second = self._forward({k: v[half:] for k, v in inputs.items()}, few_tokens=False)
         return tf.nest.map_structure(lambda a, b: tf.concat([a, b], 0), first, second)
 
     def _forward(self, inputs: dict, few_tokens: bool) -> dict:

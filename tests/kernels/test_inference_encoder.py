@@ -175,14 +175,11 @@ def test_few_tokens_run_the_attention_on_tensorflows_own_kernels_with_the_same_o
     inputs = random_inputs(batch=batch, seq=seq, vocab=100)  # row 1 padded
     spec = {name: tf.TensorSpec([batch, seq], tf.int32) for name in inputs}
     few_call = tf.function(fused.__call__, input_signature=[spec])
-    op_types = [op.type for op in few_call.get_concrete_function().graph.get_operations()]
+    operations = few_call.get_concrete_function().graph.get_operations()
+    op_types = [op.type for op in operations]
     assert op_types.count("BatchMatMulV3") == 2 * len(fused.layers)
     assert "BatchMatMulV2" not in op_types and "Softmax" not in op_types
-    transposes = [
-        op
-        for op in few_call.get_concrete_function().graph.get_operations()
-        if op.type == "Transpose"
-    ]
+    transposes = [op for op in operations if op.type == "Transpose"]
     assert transposes and all(op.get_attr("T") == tf.int32 for op in transposes)
     outputs = few_call(inputs)
     _assert_outputs_close(outputs, encoder(inputs, training=False), atol=2e-5)
