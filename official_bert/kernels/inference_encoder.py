@@ -15,6 +15,8 @@ same function from plain TensorFlow ops laid out for that rewriter:
   product) and MatMul + BiasAdd + Add (the attention output and feed-forward output products with
   their residual) each run as one `_MklNativeFusedMatMul`;
 - the padding mask as an additive -10000 on the scores (the original's form), one add;
+- a LayerNorm of many tokens, where TensorFlow uses oneDNN, as the graph its remapper turns
+  into one oneDNN layer normalization (_normalized_rows);
 - everything on [batch * seq, hidden] matrices, so the only reshapes are around the heads.
 
 Why not the Keras layers with these changes: a Keras Dense cannot hold a fused [H, 3H] kernel
@@ -58,18 +60,77 @@ _ACTIVATIONS = {
 }
 
 
-def _layer_norm(x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float) -> tf.Tensor:
-    """LayerNorm over the last axis of x [rows, hidden]; statistics in float32, result in x's
-    dtype. gamma, beta: float32 [hidden].
+def _layer_norm(
+    x: tf.Tensor, gamma: tf.Tensor, beta: tf.Tensor, epsilon: float, fused_from: int | None
+) -> tf.Tensor:
+    """LayerNorm over the last axis of x [..., hidden]; statistics in float32, result in x's
+    dtype. gamma, beta: float32 [hidden]. fused_from: the fewest elements of x for
+    which the normalization is written as one FusedBatchNormV3 (_normalized_rows); None:
+    never. Where the graph does not know the rows, the choice is made at run time.
 
-    Centered first, then the mean of squares of the centered values: on a CPU this takes half
-    the time of `tf.nn.moments` and the shift-and-scale of `tf.nn.batch_normalization`, which
-    reread x in more passes (bench/RESULTS.md)."""
+    The written-out form centers first, then takes the mean of squares of the centered
+    values: on a CPU this takes half the time of `tf.nn.moments` and the shift-and-scale of
+    `tf.nn.batch_normalization`, which reread x in more passes (bench/RESULTS.md)."""
     dtype = x.dtype
     x = tf.cast(x, tf.float32)
-    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
-    variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
-    return tf.cast(centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta, dtype)
+
+    def written_out():
+        centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+        variance = tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True)
+        return centered * (tf.math.rsqrt(variance + epsilon) * gamma) + beta
+
+    def fused():
+        return _normalized_rows(x, epsilon) * gamma + beta
+
+    if fused_from is None:
+        normalized = written_out()
+    elif x.shape.num_elements() is not None:
+        normalized = fused() if x.shape.num_elements() >= fused_from else written_out()
+    else:
+        normalized = tf.cond(tf.size(x) >= fused_from, fused, written_out)
+    return tf.cast(normalized, dtype)
+
+
+def _normalized_rows(x: tf.Tensor, epsilon: float) -> tf.Tensor:
+    """(x - mean) / sqrt(variance + epsilon) over the last axis of float32 x [..., hidden]
+    (hidden static), as
+    FusedBatchNormV3 in training mode on x seen as [1, rows, hidden, 1] (NCHW: each row a
+    channel, its statistics over its own hidden values), scale 1 and offset 0 by Fill.
+
+    Why this form: it is the graph Keras 2's LayerNormalization made, which TensorFlow's
+    oneDNN remapper replaces, with the Mul and AddV2 of gamma and beta after it, by one
+    _MklLayerNorm: from about 64k elements 2-5x faster than the written-out ops (one pass
+    instead of five), below that slower (a fixed cost of about 0.15 ms a call; measured in
+    bench/RESULTS.md). The rows pass through PlaceholderWithDefault so that constant folding
+    cannot turn the Fills into constants when the shape is static: the remapper's pattern
+    needs the Fills. The raw op, not tf.nn.fused_batch_norm: the latter raises epsilon to at
+    least 1.001e-5 (for cuDNN), BERT's is 1e-12. Without oneDNN this op is several times
+    slower than the written-out form (an NCHW batch norm on Eigen), so only encoders built
+    where oneDNN is on use it (FusedInferenceEncoder)."""
+    hidden = x.shape[-1]
+    rows = tf.raw_ops.PlaceholderWithDefault(input=[tf.size(x) // hidden], shape=[1])
+    empty = tf.constant([], tf.float32)
+    normalized = tf.raw_ops.FusedBatchNormV3(
+        x=tf.reshape(x, tf.concat([[1], rows, [hidden, 1]], axis=0)),
+        scale=tf.fill(rows, 1.0),
+        offset=tf.fill(rows, 0.0),
+        mean=empty,
+        variance=empty,
+        epsilon=epsilon,
+        is_training=True,
+        data_format="NCHW",
+    ).y
+    return tf.reshape(normalized, tf.shape(x))
+
+
+def _onednn_enabled() -> bool:
+    """Whether this TensorFlow rewrites its graphs for oneDNN (its x86 builds unless
+    TF_ENABLE_ONEDNN_OPTS=0). TensorFlow answers this only through a private module."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:
+        return False
+    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 # The attention's small operations on a few tokens. TensorFlow's x86 build runs float32 and
@@ -120,6 +181,9 @@ class FusedInferenceEncoder(tf.Module):
     # The most tokens (batch x seq) a call may have for the attention's small operations to run
     # on TensorFlow's own kernels (see _transpose): measured crossover, 32 to 64 tokens.
     FEW_TOKENS = 32
+    # The fewest elements (tokens x hidden) of a LayerNorm's input for it to run as one oneDNN
+    # kernel where TensorFlow uses oneDNN (see _normalized_rows): measured crossover, 50k-100k.
+    FUSED_NORM_ELEMENTS = 65536
 
     def __init__(self, encoder, dtype: str = "float32", name: str | None = None):
         super().__init__(name=name)
@@ -141,6 +205,9 @@ class FusedInferenceEncoder(tf.Module):
         self.activation_name = encoder.activation
         self._activation = _ACTIVATIONS[encoder.activation]
         self.max_position_embeddings = encoder.max_position_embeddings
+        # Decided when built, so that a SavedModel exported where oneDNN is off keeps the
+        # written-out LayerNorm (its FusedBatchNormV3 form is slow on TensorFlow's own kernels).
+        self.fused_norms = _onednn_enabled()
 
         def weight(value, name, dtype=None):
             return tf.Variable(
@@ -266,11 +333,13 @@ class FusedInferenceEncoder(tf.Module):
         attention = tf.nn.bias_add(
             tf.matmul(context, weights["attention_kernel"]), weights["attention_bias"]
         )
+        fused_from = self._fused_norm_from(few_tokens)
         x = _layer_norm(
             attention + residual,
             weights["attention_gamma"],
             weights["attention_beta"],
             self.epsilon,
+            fused_from,
         )
         intermediate = self._activation(
             tf.nn.bias_add(
@@ -281,8 +350,15 @@ class FusedInferenceEncoder(tf.Module):
             tf.matmul(intermediate, weights["output_kernel"]), weights["output_bias"]
         )
         return _layer_norm(
-            output + x, weights["output_gamma"], weights["output_beta"], self.epsilon
+            output + x, weights["output_gamma"], weights["output_beta"], self.epsilon, fused_from
         )
+
+    def _fused_norm_from(self, few_tokens: bool) -> int | None:
+        """_layer_norm's fused_from: None (written out) where oneDNN is off or for a call of
+        few tokens (at most FEW_TOKENS x hidden elements, far below the crossover)."""
+        if few_tokens or not self.fused_norms:
+            return None
+        return self.FUSED_NORM_ELEMENTS
 
     # Not converted by AutoGraph: Python branches on static things only (the run-time batch
     # choice is an explicit tf.cond), and converting this call tree costs ~1 s per process.
@@ -355,11 +431,12 @@ class FusedInferenceEncoder(tf.Module):
             + tf.gather(self.type_embeddings, inputs["input_type_ids"])
             + self.position_embeddings[:seq][None]
         )
-        x = _layer_norm(
-            tf.reshape(embeddings, [batch * seq, self.hidden_size]),
-            *self.embedding_norm,
-            self.epsilon,
+        # Normalized before the reshape to rows: TensorFlow's remapper fuses a LayerNorm only
+        # where its input and output shapes agree, and it folds the two reshapes into one.
+        embeddings = _layer_norm(
+            embeddings, *self.embedding_norm, self.epsilon, self._fused_norm_from(few_tokens)
         )
+        x = tf.reshape(embeddings, [batch * seq, self.hidden_size])
         attention_bias = self._attention_bias(inputs["input_mask"])
         encoder_outputs = []
         *lower_layers, last_layer = self.layers

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert.kernels import FusedInferenceEncoder, fast_kernels
+from official_bert.kernels.inference_encoder import _layer_norm
 from official_bert.models import BertEncoder
 from tests.conftest import random_inputs, tiny_encoder_kwargs
 
@@ -105,9 +106,10 @@ def test_a_large_static_batch_runs_as_two_halves_with_the_same_outputs(batch):
 
 
 def _branch_products(graph) -> list:
-    """For each If op of a traced graph (its branch functions looked up in the graph's library,
-    nested Ifs followed): [(MatMul count, BatchMatMulV2 count, BatchMatMulV3 count)] of its
-    then and else branches, in the order the Ifs are met."""
+    """For each If op of a traced graph that holds products (its branch functions looked up
+    in the graph's library, nested Ifs followed; the LayerNorms' Ifs hold none):
+    [(MatMul count, BatchMatMulV2 count, BatchMatMulV3 count)] of its then and else branches,
+    in the order the Ifs are met."""
     library = {f.signature.name: f for f in graph.as_graph_def().library.function}
     found = []
 
@@ -123,7 +125,8 @@ def _branch_products(graph) -> list:
                             for op in ("MatMul", "BatchMatMulV2", "BatchMatMulV3")
                         )
                     )
-                found.append(counts)
+                if any(any(branch) for branch in counts):
+                    found.append(counts)
                 for branch in ("then_branch", "else_branch"):
                     walk(library[node.attr[branch].func.name].node_def)
 
@@ -241,6 +244,99 @@ def test_output_positions_equal_the_keras_encoders(causal, batch):
             _float32(cls_only["pooled_output"]), _float32(full["pooled_output"]), atol=2e-5
         )
     _assert_outputs_close(fused(inputs, output_positions=positions), expected, atol=2e-5)
+
+
+def _layer_norm_float64(x, gamma, beta, epsilon):
+    x = np.asarray(x, np.float64)
+    centered = x - x.mean(axis=-1, keepdims=True)
+    variance = (centered**2).mean(axis=-1, keepdims=True)
+    return centered / np.sqrt(variance + epsilon) * gamma + beta
+
+
+@pytest.mark.parametrize("shape", [[300, 64], [6, 50, 64]])
+@pytest.mark.parametrize("remapping", [True, False], ids=["remapped", "as_written"])
+def test_a_fused_layer_norm_equals_the_written_out_one(shape, remapping):
+    """_layer_norm as FusedBatchNormV3 (which TensorFlow's oneDNN remapper turns into one
+    _MklLayerNorm, and which runs as written with remapping off) and written out: the same
+    values, against float64, BERT's epsilon of 1e-12 kept (tf.nn.fused_batch_norm would raise
+    it to 1e-5: rows of variance 1e-6 show that), for static shapes and unknown rows."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[..., :20, :] *= 1e-3  # small-variance rows
+    gamma = (1.0 + 0.5 * rng.standard_normal(shape[-1])).astype(np.float32)
+    beta = (0.5 * rng.standard_normal(shape[-1])).astype(np.float32)
+    expected = _layer_norm_float64(x, gamma, beta, 1e-12)
+    previous = tf.config.optimizer.get_experimental_options()
+    tf.config.optimizer.set_experimental_options({"remapping": remapping})
+    try:
+        for fused_from in (None, 0, x.size + 1):
+            for spec_shape in (shape, [None] * (len(shape) - 1) + shape[-1:]):
+
+                def layer_norm(x, fused_from=fused_from):
+                    return _layer_norm(x, gamma, beta, 1e-12, fused_from)
+
+                norm = tf.function(
+                    layer_norm, input_signature=[tf.TensorSpec(spec_shape, tf.float32)]
+                )
+                graph = norm.get_concrete_function().graph
+                # Static: the form chosen when traced; unknown rows: both forms, in the
+                # branches of an If, chosen when run.
+                unknown = spec_shape[0] is None
+                in_graph = _fused_batch_norm_count(graph) > 0
+                assert in_graph == (fused_from is not None if unknown else fused_from == 0)
+                op_types = [op.type for op in graph.get_operations()]
+                assert ("StatelessIf" in op_types) == (fused_from is not None and unknown)
+                np.testing.assert_allclose(norm(x).numpy(), expected, atol=2e-5, rtol=1e-5)
+    finally:
+        tf.config.optimizer.set_experimental_options(previous)
+
+
+def _fused_batch_norm_count(graph) -> int:
+    """FusedBatchNormV3 ops in a traced graph and in its If branches (the library)."""
+    library = graph.as_graph_def().library.function
+    nodes = list(graph.as_graph_def().node) + [n for f in library for n in f.node_def]
+    return sum(node.op == "FusedBatchNormV3" for node in nodes)
+
+
+def test_layer_norms_of_many_tokens_run_fused_with_the_same_outputs():
+    """From FUSED_NORM_ELEMENTS on (0 here: every LayerNorm of a chain that is not few
+    tokens), the encoder's LayerNorms are FusedBatchNormV3 graphs; outputs stay the Keras
+    encoder's, in eager, static (one chain and halves) and unknown-shape graphs. Where
+    TensorFlow does not use oneDNN (fused_norms False) none is."""
+    with fast_kernels(True):
+        encoder = _encoder()
+    fused = FusedInferenceEncoder(encoder)
+    fused.FUSED_NORM_ELEMENTS = 0
+    fused.fused_norms = True  # as where oneDNN is on (this test runs on any build)
+    norms = 2 * len(fused.layers) + 1  # of one chain
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    for batch in (3, fused.SPLIT_BATCH + 1):
+        inputs = random_inputs(batch=batch, seq=16, vocab=100)
+        inputs["input_mask"][batch // 2, 9:] = 0
+        expected = encoder(inputs, training=False)
+        _assert_outputs_close(fused(inputs), expected, atol=2e-5)
+        static = tf.function(
+            fused.__call__,
+            input_signature=[{name: tf.TensorSpec([batch, 16], tf.int32) for name in names}],
+        )
+        chains = 2 if batch >= fused.SPLIT_BATCH else 1
+        assert _fused_batch_norm_count(static.get_concrete_function().graph) == chains * norms
+        _assert_outputs_close(static(inputs), expected, atol=2e-5)
+    serve = tf.function(
+        fused.__call__,
+        input_signature=[{name: tf.TensorSpec([None, None], tf.int32) for name in names}],
+    )
+    # Halves (two chains) and one chain of more than FEW_TOKENS; none in the few-token chain.
+    assert _fused_batch_norm_count(serve.get_concrete_function().graph) == 3 * norms
+    for batch in (fused.SPLIT_BATCH + 3, 3, 1):
+        inputs = random_inputs(batch=batch, seq=16, vocab=100)
+        _assert_outputs_close(serve(inputs), encoder(inputs, training=False), atol=2e-5)
+    fused.fused_norms = False
+    static = tf.function(fused.__call__)
+    graph = static.get_concrete_function(
+        {name: tf.TensorSpec([3, 16], tf.int32) for name in names}
+    ).graph
+    assert _fused_batch_norm_count(graph) == 0
 
 
 def test_weights_are_a_copy_taken_when_built():
