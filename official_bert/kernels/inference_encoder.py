@@ -93,9 +93,9 @@ def _layer_norm(
 
 def _normalized_rows(x: tf.Tensor, epsilon: float) -> tf.Tensor:
     """(x - mean) / sqrt(variance + epsilon) over the last axis of float32 x [..., hidden]
-    (hidden static), as
-    FusedBatchNormV3 in training mode on x seen as [1, rows, hidden, 1] (NCHW: each row a
-    channel, its statistics over its own hidden values), scale 1 and offset 0 by Fill.
+    (hidden static), as FusedBatchNormV3 in training mode on x seen as [1, rows, hidden, 1]
+    (NCHW: each row a channel, its statistics over its own hidden values), scale 1 and offset
+    0 by Fill.
 
     Why this form: it is the graph Keras 2's LayerNormalization made, which TensorFlow's
     oneDNN remapper replaces, with the Mul and AddV2 of gamma and beta after it, by one
