@@ -2,6 +2,7 @@
 tensorflow_text, as TF Serving (which links tensorflow_text's ops) would load it."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -29,15 +30,19 @@ def serve_in_fresh_process(export_dir, inputs: dict[str, list[str]]) -> dict:
     return serve_each_in_one_fresh_process([export_dir], inputs)[0]
 
 
-def serve_each_in_one_fresh_process(export_dirs, inputs: dict[str, list[str]]) -> list[dict]:
+def serve_each_in_one_fresh_process(
+    export_dirs, inputs: dict[str, list[str]], environment: dict[str, str] | None = None
+) -> list[dict]:
     """serve_in_fresh_process for several SavedModels, loaded one after another by one new
-    interpreter (which pays TensorFlow's start-up once); a list in export_dirs' order."""
+    interpreter (which pays TensorFlow's start-up once); a list in export_dirs' order.
+    environment: variables set for that interpreter on top of this one's."""
     result = subprocess.run(
         [sys.executable, "-c", _SERVE, json.dumps(inputs), *map(str, export_dirs)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd="/",
+        env={**os.environ, **(environment or {})},
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()[-len(export_dirs) :]

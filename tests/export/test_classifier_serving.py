@@ -12,6 +12,7 @@ from official_bert.export.classifier_serving import ClassifierServingModule
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.models import BertClassifier, BertEncoder
 from tests.conftest import tiny_encoder_kwargs
+from tests.export.fresh_process import serve_each_in_one_fresh_process
 from tests.tiny_data import write_tiny_vocab
 
 MAX_SEQ_LENGTH = 48
@@ -66,3 +67,29 @@ def test_rows_are_as_long_as_the_longest_text_and_probabilities_do_not_change(
         served.append(full["probabilities"].numpy())
     # The texts move the probabilities (the comparison above is not of constants).
     assert np.ptp(np.concatenate(served), axis=0).max() > 1e-6
+
+
+def test_fused_layer_norms_serve_the_same_probabilities_with_and_without_onednn(
+    classifier_and_packer, tmp_path
+):
+    """An export whose LayerNorms are FusedBatchNormV3 graphs (as where TensorFlow uses oneDNN,
+    forced here for every LayerNorm of more than a few tokens) serves the Keras model's
+    probabilities from a fresh TensorFlow with oneDNN's rewrites on and with them off
+    (TF_ENABLE_ONEDNN_OPTS=0: the FusedBatchNormV3 runs as written)."""
+    model, packer = classifier_and_packer
+    fused = FusedEncoderModel(model, "float32")
+    fused.encoder.fused_norms = True
+    fused.encoder.FUSED_NORM_ELEMENTS = 0
+    serve = ClassifierServingModule(fused, packer, ["a", "b", "c"], takes_pairs=True).signature()
+    tf.saved_model.save(fused, str(tmp_path), signatures={"serving_default": serve})
+    assert b"FusedBatchNormV3" in (tmp_path / "saved_model.pb").read_bytes()
+    text_a = ["the movie was", "the plot of this film was boring and very dull", "fun"] * 3
+    text_b = ["good", "loved it .", "it was very dull"] * 3
+    expected = model(packer(tf.constant(text_a), tf.constant(text_b)), training=False)
+    expected = tf.nn.softmax(expected).numpy()
+    assert np.ptp(expected, axis=0).max() > 1e-6  # rows differ
+    for onednn in ("1", "0"):
+        (served,) = serve_each_in_one_fresh_process(
+            [tmp_path], {"text_a": text_a, "text_b": text_b}, {"TF_ENABLE_ONEDNN_OPTS": onednn}
+        )
+        np.testing.assert_allclose(served["probabilities"], expected, atol=2e-5)
