@@ -82,10 +82,11 @@ def _layer_norm(
     def fused():
         return _normalized_rows(x, epsilon) * gamma + beta
 
+    elements = x.shape.num_elements()  # None where the graph does not know the rows
     if fused_from is None:
         normalized = written_out()
-    elif x.shape.num_elements() is not None:
-        normalized = fused() if x.shape.num_elements() >= fused_from else written_out()
+    elif elements is not None:
+        normalized = fused() if elements >= fused_from else written_out()
     else:
         normalized = tf.cond(tf.size(x) >= fused_from, fused, written_out)
     return tf.cast(normalized, dtype)
