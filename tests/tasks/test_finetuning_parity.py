@@ -42,8 +42,9 @@ def pair_batches(minilm_dir):
     }
 
 
-def train_losses(minilm_dir, batches, output_dir, **optimizer_options):
-    """Per-step losses of the runner on the reference recipe (batches in order)."""
+def train_losses(minilm_dir, batches, output_dir, steps=None, **optimizer_options):
+    """Per-step losses of the runner on the reference recipe (batches in order); `steps`: stop
+    after this many (the schedule stays the recipe's), all of the recipe's by default."""
     config = read_bert_config(str(minilm_dir / "config.json"))
     config.hidden_dropout_prob = config.attention_probs_dropout_prob = 0.0
 
@@ -82,7 +83,7 @@ def train_losses(minilm_dir, batches, output_dir, **optimizer_options):
             save_checkpoints_steps=1000,
             log_steps=1000,
         ),
-        num_train_steps=RECIPE["num_train_steps"],
+        num_train_steps=steps or RECIPE["num_train_steps"],
     )
     history = runner.train(dataset_fn, RECIPE["batch_size"])
     return np.array([loss for _, loss in history])
@@ -102,8 +103,8 @@ def test_torch_recipe_follows_the_hugging_face_loss_curve(minilm_dir, pair_batch
     # Measured: 4.5e-7 (float32 rounding) over 24 steps, clipping active in 11 of them.
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-5)
     # The test can fail: the original schedule (decay from step 0: 0.83x the rate here after
-    # warm-up) leaves the curve within a few steps (measured: 0.078).
+    # warm-up) leaves the curve within its first twelve steps (measured: 0.0086 at the twelfth).
     original_schedule = train_losses(
-        minilm_dir, pair_batches, tmp_path / "original_schedule", optimizer_type="adamw_torch"
+        minilm_dir, pair_batches, tmp_path / "original_schedule", 12, optimizer_type="adamw_torch"
     )
-    assert np.abs(original_schedule - expected).max() > 1e-3
+    assert np.abs(original_schedule - expected[:12]).max() > 1e-3
