@@ -1,9 +1,7 @@
 """run_classifier end to end on real GLUE MRPC from real pre-trained weights (all-MiniLM-L6-v2),
 the raw-text serving export, and the original script's checks."""
 
-import json
-import subprocess
-import sys
+import csv
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ from official_bert.checkpoints.loading import read_bert_config
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 from tests.conftest import REPO_ROOT, SHARED
+from tests.export.fresh_process import serve_in_fresh_process
 from tests.warm_interpreter import run_script
 
 MRPC = SHARED / "data" / "glue" / "MRPC"
@@ -90,36 +89,16 @@ def test_a_few_dozen_steps_lower_the_loss_and_write_every_output(mrpc_run):
     assert (output_dir / "serving_model" / "saved_model.pb").exists()
 
 
-_SERVE = r"""
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-assert not any(name.startswith("official_bert") for name in sys.modules)
-served = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-rows = json.loads(sys.argv[2])
-out = served(text_a=tf.constant([r[0] for r in rows]), text_b=tf.constant([r[1] for r in rows]))
-print(json.dumps({"probabilities": out["probabilities"].numpy().tolist(),
-                  "labels": [l.decode() for l in out["labels"].numpy()]}))
-"""
-
-
 def test_serving_model_takes_raw_strings_in_a_fresh_process(mrpc_run):
     _, _, output_dir = mrpc_run
-    import csv
-
     with open(MRPC / "test.tsv", encoding="utf-8") as f:
         rows = [
             [row[3], row[4]] for row in list(csv.reader(f, delimiter="\t", quotechar=None))[1:21]
         ]
-    result = subprocess.run(
-        [sys.executable, "-c", _SERVE, str(output_dir / "serving_model"), json.dumps(rows)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
+    served = serve_in_fresh_process(
+        output_dir / "serving_model",
+        {"text_a": [row[0] for row in rows], "text_b": [row[1] for row in rows]},
     )
-    assert result.returncode == 0, result.stderr[-3000:]
-    served = json.loads(result.stdout.strip().splitlines()[-1])
     # test_results.tsv holds the in-process model's probabilities for the same test rows.
     in_process = [
         list(map(float, line.split("\t")))
