@@ -214,6 +214,37 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
     assert all(len(shard) > 0 for shard in outputs["one"])
 
 
+def test_several_outputs_take_the_records_round_robin_across_chunks(vocab_file, tmp_path):
+    # Many small chunks, so that chunk boundaries fall anywhere in the rotation over 3 files.
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
+    whole = write_pretraining_examples(
+        [str(CORPUS)], [str(tmp_path / "one.tfrecord")], settings, num_workers=1
+    )
+    paths = [str(tmp_path / f"three_{k}.tfrecord") for k in range(3)]
+    write_pretraining_examples([str(CORPUS)], paths, settings, num_workers=1)
+    assert whole["chunks"] > 4 and whole["instances"] % 3 != 0
+    records = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp_path / "one.tfrecord"))]
+    for k, path in enumerate(paths):
+        assert [r.numpy() for r in tf.data.TFRecordDataset(path)] == records[k::3]
+
+
+def test_pool_pipes_are_widened_where_linux_allows(tmp_path):
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        capacity = pretraining_data_writer.widen_pool_pipes(pool)
+        assert pool.apply(sum, ([1, 2, 3],)) == 6  # the pool still works
+        if not hasattr(pretraining_data_writer.fcntl, "F_GETPIPE_SZ"):
+            assert capacity is None
+            return
+        import fcntl
+
+        expected = min(1 << 20, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+        for queue in (pool._inqueue, pool._outqueue):
+            assert fcntl.fcntl(queue._reader.fileno(), fcntl.F_GETPIPE_SZ) == expected
+        assert capacity == expected
+
+
 def test_objects_are_frozen_for_the_collector_while_writing_and_thawed_after(
     vocab_file, tmp_path, monkeypatch
 ):

@@ -24,6 +24,11 @@ import random
 import sys
 import time
 
+try:
+    import fcntl
+except ImportError:  # not on Windows
+    fcntl = None
+
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -408,6 +413,38 @@ def helper_start_method() -> str:
     return "spawn" if runtime_started else "fork"
 
 
+# Pipe capacity asked for the pool's task and result pipes (Linux caps it at
+# /proc/sys/fs/pipe-max-size, 1 MiB by default).
+_POOL_PIPE_BYTES = 1 << 20
+
+
+def widen_pool_pipes(pool) -> int | None:
+    """Gives the pipes of a multiprocessing `pool` (tasks in, results out) `_POOL_PIPE_BYTES` of
+    capacity where the platform allows it; returns the result pipe's capacity then, else None.
+
+    A chunk's result is ~10 MB of records. This process receives it on the pool's result thread,
+    which takes the GIL back after every read of the pipe; at Linux's default 64 KiB that is
+    ~170 reads per chunk, each waiting for the GIL while the main thread builds examples, and
+    the helper sits blocked in its send meanwhile (py-spy). With 1 MiB, ~10 reads (the A/B is in
+    bench/RESULTS.md). The pipes are the pool's private attributes (in every CPython 3 `Pool`;
+    read with getattr, so that a Python without them keeps the default): multiprocessing offers
+    no way to size them.
+    """
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    if set_size is None:
+        return None
+    capacity = None
+    for queue_name in ("_inqueue", "_outqueue"):
+        writer = getattr(getattr(pool, queue_name, None), "_writer", None)
+        if writer is None:
+            return None
+        try:
+            capacity = fcntl.fcntl(writer.fileno(), set_size, _POOL_PIPE_BYTES)
+        except OSError:  # over the user's pipe-buffer quota or pipe-max-size: keep the default
+            return None
+    return capacity
+
+
 def _write_chunks_in_parallel(
     chunks,
     settings,
@@ -438,6 +475,7 @@ def _write_chunks_in_parallel(
     in_flight = max_chunks_in_flight or 4 * num_workers
     context = multiprocessing.get_context(start_method)
     with context.Pool(num_helpers, initializer=_init_worker, initargs=(settings,)) as pool:
+        widen_pool_pipes(pool)
         helpers_up = pool.apply_async(_worker_ready)
         processor = ChunkProcessor(settings)  # built while the helpers start up
         if wait_for_helpers:
@@ -584,9 +622,13 @@ def write_pretraining_examples(
 
     def consume(records, stats):
         nonlocal written, last_log
-        for record in records:
-            writers[written % len(writers)].write(record)
-            written += 1
+        # Record `written + j` goes to writer (written + j) % len(writers): per writer, one
+        # strided slice and a bound method (no per-record index arithmetic in Python).
+        for index, writer in enumerate(writers):
+            write = writer.write
+            for record in records[(index - written) % len(writers) :: len(writers)]:
+                write(record)
+        written += len(records)
         totals.update(stats)
         totals["chunks"] += 1
         now = time.time()
