@@ -8,7 +8,10 @@ gradients), how many the step runs, the median time of one alone (a `tf.function
 product, `calls` timed calls after warm-up, outputs fetched) and its GFLOP/s, then the sum: the
 time a step would take if everything but the products were free and each product ran as fast
 as it does alone. Their FLOPs add up to the harness's `flops_per_step_exact_matmul` (3x the
-forward products, ../shared/bench/bench_common.py), which the script checks. With `--jsonl`
+forward products, ../shared/bench/bench_common.py), which the script checks. Then the optimizer
+update alone (the runner's global-norm clip factor and AdamWeightDecay on the model's weights:
+memory-bound, it adds to that floor rather than hiding under the products) and an n x n GEMM
+(--gemm_n), so that the floor reads as a share of the machine's product rate. With `--jsonl`
 (the output of train_step.py) it also prints our measured step and the fastest peer's beside
 the floor: what is left for the non-product work, and the highest ratio over that peer that
 these kernels allow. Figures are printed, never asserted.
@@ -98,6 +101,44 @@ def time_product(x_shape, y_shape, transpose_x, transpose_y, calls: int) -> floa
     return statistics.median(times)
 
 
+def time_optimizer_update(cfg: dict, calls: int) -> tuple[float, int]:
+    """Median seconds of one optimizer update of the pre-training model's weights, as the
+    runner applies it (global-norm clip factor, then the library's AdamWeightDecay with the
+    fast kernels on: one fused loop per weight), on fixed random gradients; and the number of
+    weights. Memory-bound: every call reads the gradients twice (norm, update) and the weights
+    and both moments once, and writes those three."""
+    import tensorflow as tf
+    from bench_hooks import build_encoder
+
+    from official_bert.models import BertPretrainer
+    from official_bert.training.optimization import create_optimizer
+    from official_bert.training.runner import _global_norm_clip_factor
+
+    pretrainer = BertPretrainer(build_encoder(cfg))
+    pretrainer.build()
+    variables = pretrainer.trainable_variables
+    gradients = [
+        tf.random.stateless_normal(v.shape, seed=[5, i]) * 1e-3 for i, v in enumerate(variables)
+    ]
+    optimizer = create_optimizer(1e-4, num_train_steps=1_000_000, num_warmup_steps=0)
+    optimizer.build(variables)
+
+    @tf.function
+    def update():
+        scale = _global_norm_clip_factor(gradients, 1.0)
+        optimizer.apply_gradients(zip(gradients, variables, strict=True), gradient_scale=scale)
+        return scale
+
+    for _ in range(2):
+        update().numpy()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        update().numpy()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), sum(int(v.shape.num_elements()) for v in variables)
+
+
 def measured_steps(jsonl: str, config: str) -> tuple[float | None, tuple[str, float] | None]:
     """Our float32 runner step and the fastest float32 peer's (median of their rounds' medians)
     from train_step.py's JSON lines, or None where absent."""
@@ -127,6 +168,9 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", default="small,base", help="comma list of small, base, tiny")
     parser.add_argument("--calls", type=int, default=9, help="timed calls per product")
     parser.add_argument("--jsonl", default=None, help="train_step.py's output to compare with")
+    parser.add_argument(
+        "--gemm_n", type=int, default=4096, help="also time an n x n fp32 GEMM (0: do not)"
+    )
     parser.add_argument(
         "--peer_bench_dir",
         default=os.path.join(PROJECT_ROOT, "..", "shared", "bench"),
@@ -163,6 +207,22 @@ def main(argv=None) -> int:
                 f"{gflops:.0f} | {count * seconds * 1e3:.0f} |"
             )
         print(f"\n{config}: product floor {floor:.3f} s per step ({total_flops / 1e9:.0f} GFLOP)")
+        update, weights = time_optimizer_update(cfg, args.calls)
+        print(
+            f"{config}: optimizer update alone {update:.3f} s ({weights / 1e6:.1f}M weights, "
+            f"clip factor + AdamWeightDecay); products + update {floor + update:.3f} s: "
+            f"{total_flops / (floor + update) / 1e9:.0f} GFLOP/s of useful products at most"
+        )
+        if args.gemm_n:
+            n = args.gemm_n
+            gemm = product_flops((n, n), (n, n), False, False) / time_product(
+                (n, n), (n, n), False, False, args.calls
+            )
+            print(
+                f"{config}: fp32 GEMM n = {n} {gemm / 1e9:.0f} GFLOP/s; a step at the products' "
+                f"floor plus the update would run at {total_flops / (floor + update) / gemm:.0%} "
+                "of it"
+            )
         if args.jsonl:
             ours, fastest = measured_steps(args.jsonl, config)
             if ours:
