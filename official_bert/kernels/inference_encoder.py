@@ -174,6 +174,10 @@ class FusedInferenceEncoder(tf.Module):
 
     encoder: a built official_bert BertEncoder (any sizes, bidirectional or causal).
     dtype: "float32" or "bfloat16", the dtype the weights are stored and multiplied in.
+    transposed_kernels: store the product kernels [out, in] and multiply by their transpose
+      (default: for bfloat16, where oneDNN's products read that layout 1.3-1.5x faster at
+      12-128 rows and no slower at 2048, with the same results; float32 is not faster that
+      way, bench/RESULTS.md). Either layout computes the same function.
     """
 
     # The smallest static batch computed as two halves (see __call__): below it the halves'
@@ -186,7 +190,14 @@ class FusedInferenceEncoder(tf.Module):
     # kernel where TensorFlow uses oneDNN (see _normalized_rows): measured crossover, 50k-100k.
     FUSED_NORM_ELEMENTS = 65536
 
-    def __init__(self, encoder, dtype: str = "float32", name: str | None = None):
+    def __init__(
+        self,
+        encoder,
+        dtype: str = "float32",
+        name: str | None = None,
+        *,
+        transposed_kernels: bool | None = None,
+    ):
         super().__init__(name=name)
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {dtype!r}")
@@ -209,6 +220,12 @@ class FusedInferenceEncoder(tf.Module):
         # Decided when built, so that a SavedModel exported where oneDNN is off keeps the
         # written-out LayerNorm (its FusedBatchNormV3 form is slow on TensorFlow's own kernels).
         self.fused_norms = _onednn_enabled()
+        # See the class docstring: [out, in] kernels by default for bfloat16 only.
+        self.kernels_transposed = (
+            self.compute_dtype == tf.bfloat16
+            if transposed_kernels is None
+            else bool(transposed_kernels)
+        )
 
         def weight(value, name, dtype=None):
             return tf.Variable(
@@ -220,6 +237,11 @@ class FusedInferenceEncoder(tf.Module):
 
         def numpy(variable):
             return np.asarray(keras.ops.convert_to_numpy(variable), np.float32)
+
+        def kernel(value, name):
+            """A product kernel given [in, out], stored in this encoder's layout."""
+            value = np.asarray(value, np.float32)
+            return weight(value.T if self.kernels_transposed else value, name)
 
         embeddings = encoder.embeddings
         self.word_embeddings = weight(numpy(embeddings.word_embeddings.embeddings), "word")
@@ -249,9 +271,9 @@ class FusedInferenceEncoder(tf.Module):
             prefix = f"layer_{index}"
             self.layers.append(
                 dict(
-                    qkv_kernel=weight(qkv_kernel, f"{prefix}/qkv_kernel"),
+                    qkv_kernel=kernel(qkv_kernel, f"{prefix}/qkv_kernel"),
                     qkv_bias=weight(qkv_bias, f"{prefix}/qkv_bias"),
-                    attention_kernel=weight(
+                    attention_kernel=kernel(
                         numpy(output.kernel).reshape(hidden, hidden), f"{prefix}/attention_kernel"
                     ),
                     attention_bias=weight(numpy(output.bias), f"{prefix}/attention_bias"),
@@ -261,13 +283,13 @@ class FusedInferenceEncoder(tf.Module):
                     attention_beta=weight(
                         numpy(block.attention_layer_norm.beta), f"{prefix}/ln1_beta", tf.float32
                     ),
-                    intermediate_kernel=weight(
+                    intermediate_kernel=kernel(
                         numpy(block.intermediate_dense.kernel), f"{prefix}/intermediate_kernel"
                     ),
                     intermediate_bias=weight(
                         numpy(block.intermediate_dense.bias), f"{prefix}/intermediate_bias"
                     ),
-                    output_kernel=weight(numpy(block.output_dense.kernel), f"{prefix}/out_kernel"),
+                    output_kernel=kernel(numpy(block.output_dense.kernel), f"{prefix}/out_kernel"),
                     output_bias=weight(numpy(block.output_dense.bias), f"{prefix}/out_bias"),
                     output_gamma=weight(
                         numpy(block.output_layer_norm.gamma), f"{prefix}/ln2_gamma", tf.float32
@@ -277,8 +299,18 @@ class FusedInferenceEncoder(tf.Module):
                     ),
                 )
             )
-        self.pooler_kernel = weight(numpy(encoder.pooler.kernel), "pooler_kernel")
+        self.pooler_kernel = kernel(numpy(encoder.pooler.kernel), "pooler_kernel")
         self.pooler_bias = weight(numpy(encoder.pooler.bias), "pooler_bias")
+
+    def _dense(self, x: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor) -> tf.Tensor:
+        """x [rows, in] @ kernel + bias -> [rows, out], kernel in this encoder's layout
+        (kernels_transposed: [out, in]); `tf.nn.bias_add` so that the graph rewriter fuses the
+        bias (and an activation or residual add after it) into the product."""
+        return tf.nn.bias_add(tf.matmul(x, kernel, transpose_b=self.kernels_transposed), bias)
+
+    def _output_columns(self, kernel: tf.Tensor, start: int, stop: int | None = None):
+        """The kernel of output columns [start, stop) of `kernel`, in its layout."""
+        return kernel[start:stop] if self.kernels_transposed else kernel[:, start:stop]
 
     def _attention_bias(self, input_mask: tf.Tensor) -> tf.Tensor:
         """[batch, 1, 1 or seq, seq] in the compute dtype: 0 where a query may attend, -10000
@@ -299,7 +331,7 @@ class FusedInferenceEncoder(tf.Module):
         kernel, bias = weights["qkv_kernel"], weights["qkv_bias"]
         if query_positions is None:
             rows, residual = seq, x
-            qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+            qkv = self._dense(x, kernel, bias)
             # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
             qkv = _transpose(
                 tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4], few_tokens
@@ -313,11 +345,11 @@ class FusedInferenceEncoder(tf.Module):
                 tf.gather(tf.reshape(x, [batch, seq, hidden]), query_positions, batch_dims=1),
                 [batch * rows, hidden],
             )
-            query = tf.nn.bias_add(tf.matmul(residual, kernel[:, :hidden]), bias[:hidden])
+            query = self._dense(residual, self._output_columns(kernel, 0, hidden), bias[:hidden])
             query = _transpose(
                 tf.reshape(query, [batch, rows, heads, size]), [0, 2, 1, 3], few_tokens
             )
-            key_value = tf.nn.bias_add(tf.matmul(x, kernel[:, hidden:]), bias[hidden:])
+            key_value = self._dense(x, self._output_columns(kernel, hidden), bias[hidden:])
             key_value = _transpose(
                 tf.reshape(key_value, [batch, seq, 2, heads, size]), [2, 0, 3, 1, 4], few_tokens
             )
@@ -331,9 +363,7 @@ class FusedInferenceEncoder(tf.Module):
         probabilities = _softmax(scores + attention_bias, few_tokens)
         context = _batch_matmul(probabilities, value, few_tokens)  # [batch, heads, rows, size]
         context = tf.reshape(_transpose(context, [0, 2, 1, 3], few_tokens), [batch * rows, hidden])
-        attention = tf.nn.bias_add(
-            tf.matmul(context, weights["attention_kernel"]), weights["attention_bias"]
-        )
+        attention = self._dense(context, weights["attention_kernel"], weights["attention_bias"])
         fused_from = self._fused_norm_from(few_tokens)
         x = _layer_norm(
             attention + residual,
@@ -343,13 +373,9 @@ class FusedInferenceEncoder(tf.Module):
             fused_from,
         )
         intermediate = self._activation(
-            tf.nn.bias_add(
-                tf.matmul(x, weights["intermediate_kernel"]), weights["intermediate_bias"]
-            )
+            self._dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
         )
-        output = tf.nn.bias_add(
-            tf.matmul(intermediate, weights["output_kernel"]), weights["output_bias"]
-        )
+        output = self._dense(intermediate, weights["output_kernel"], weights["output_bias"])
         return _layer_norm(
             output + x, weights["output_gamma"], weights["output_beta"], self.epsilon, fused_from
         )
@@ -457,9 +483,7 @@ class FusedInferenceEncoder(tf.Module):
             sequence_output = tf.reshape(x, [batch, seq, self.hidden_size])
             cls = sequence_output[:, 0, :]
         encoder_outputs.append(sequence_output)
-        pooled_output = tf.math.tanh(
-            tf.nn.bias_add(tf.matmul(cls, self.pooler_kernel), self.pooler_bias)
-        )
+        pooled_output = tf.math.tanh(self._dense(cls, self.pooler_kernel, self.pooler_bias))
         return {
             "sequence_output": sequence_output,
             "pooled_output": pooled_output,

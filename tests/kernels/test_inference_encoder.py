@@ -376,6 +376,34 @@ def test_bfloat16_keeps_bfloat16_weights_and_matches_mixed_bfloat16():
     assert error.max() < 0.2, error.max()
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_transposed_kernels_compute_the_same_function(dtype):
+    # bfloat16 stores its product kernels [out, in] by default (oneDNN reads that layout
+    # faster); both layouts, both dtypes, give the same outputs, on few and many tokens and
+    # with the last layer at a few positions (the query's own columns of the QKV kernel).
+    encoder = _encoder()
+    default = FusedInferenceEncoder(encoder, dtype=dtype)
+    assert default.kernels_transposed == (dtype == "bfloat16")
+    other = FusedInferenceEncoder(
+        encoder, dtype=dtype, transposed_kernels=not default.kernels_transposed
+    )
+    transposed, plain = (default, other) if default.kernels_transposed else (other, default)
+    hidden, intermediate = encoder.hidden_size, encoder.intermediate_size
+    assert transposed.layers[0]["qkv_kernel"].shape == (3 * hidden, hidden)
+    assert plain.layers[0]["qkv_kernel"].shape == (hidden, 3 * hidden)
+    assert transposed.layers[0]["intermediate_kernel"].shape == (intermediate, hidden)
+    tolerance = {"atol": 2e-2, "rtol": 1e-2} if dtype == "bfloat16" else {"atol": 1e-5}
+    positions = tf.constant([[3, 5], [1, 2], [4, 7]])
+    for batch, seq in ((1, 8), (3, 16)):
+        inputs = random_inputs(batch=batch, seq=seq)
+        _assert_outputs_close(transposed(inputs), plain(inputs), **tolerance)
+    _assert_outputs_close(
+        transposed(inputs, output_positions=positions),
+        plain(inputs, output_positions=positions),
+        **tolerance,
+    )
+
+
 def test_bad_arguments_are_refused():
     with pytest.raises(ValueError, match="dtype must be one of"):
         FusedInferenceEncoder(_encoder(), dtype="float16")
