@@ -80,6 +80,19 @@ def product_flops(x_shape, y_shape, transpose_x, transpose_y) -> int:
     return 2 * math.prod(batch) * m * k * n
 
 
+def median_call_seconds(function, calls: int) -> float:
+    """Median seconds of `calls` calls of `function` (a tf.function returning one tensor, fetched
+    each call), after 2 untimed warm-up calls."""
+    for _ in range(2):
+        function().numpy()
+    times = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        function().numpy()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def time_product(x_shape, y_shape, transpose_x, transpose_y, calls: int) -> float:
     """Median seconds of one product alone (inputs made once, output fetched each call)."""
     import tensorflow as tf
@@ -91,14 +104,7 @@ def time_product(x_shape, y_shape, transpose_x, transpose_y, calls: int) -> floa
     def product():
         return tf.matmul(x, y, transpose_a=transpose_x, transpose_b=transpose_y)
 
-    for _ in range(2):
-        product().numpy()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        product().numpy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return median_call_seconds(product, calls)
 
 
 def time_optimizer_update(cfg: dict, calls: int) -> tuple[float, int]:
@@ -129,14 +135,8 @@ def time_optimizer_update(cfg: dict, calls: int) -> tuple[float, int]:
         optimizer.apply_gradients(zip(gradients, variables, strict=True), gradient_scale=scale)
         return scale
 
-    for _ in range(2):
-        update().numpy()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        update().numpy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), sum(int(v.shape.num_elements()) for v in variables)
+    weights = sum(int(v.shape.num_elements()) for v in variables)
+    return median_call_seconds(update, calls), weights
 
 
 def measured_steps(jsonl: str, config: str) -> tuple[float | None, tuple[str, float] | None]:

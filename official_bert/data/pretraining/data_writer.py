@@ -430,7 +430,7 @@ def widen_pool_pipes(pool) -> int | None:
     read with getattr, so that a Python without them keeps the default): multiprocessing offers
     no way to size them.
     """
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # None where fcntl is None too
     if set_size is None:
         return None
     capacity = None
