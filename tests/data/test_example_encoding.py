@@ -22,11 +22,14 @@ def test_encoded_examples_equal_tf_train_example_protos():
     arrays = {
         "ids": rng.integers(0, 30522, (50, 128)),
         "small": rng.integers(0, 2, (50, 128)),
+        "mask_bytes": rng.integers(0, 2, (50, 128)).astype(np.uint8),  # as the writer passes
         "wide": rng.integers(0, 2**34, (50, 3)),  # 5-byte varints
-        "edges": np.tile([0, 127, 128, 16383, 16384, 2**21 - 1, 2**21], (50, 1)),
+        # Each width the encoder computes in (16, 32 and 64 bits) at its boundaries.
+        "edges16": np.tile([0, 127, 128, 16383, 16384, 2**16 - 1], (50, 1)).astype(np.int32),
+        "edges": np.tile([0, 127, 128, 16383, 16384, 2**16, 2**21 - 1, 2**21], (50, 1)),
         "weights": rng.random((50, 20)).astype(np.float32),
     }
-    int_names = ["ids", "small", "wide", "edges"]
+    int_names = ["ids", "small", "mask_bytes", "wide", "edges16", "edges"]
     encoder = ExampleEncoder(int_names, ["weights"])
     encoded = encoder.encode(arrays)
     assert len(encoded) == 50

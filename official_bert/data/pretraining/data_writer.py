@@ -297,14 +297,11 @@ class ChunkProcessor:
         masked = sample_masked_lm(
             packed.input_ids, packed.lengths, self.masking, np_rng, packed.continues_word
         )
-        input_mask = (np.arange(settings.max_seq_length)[None, :] < packed.lengths[:, None]).astype(
-            np.int32
-        )
         names = self.names
         records = self.encoder.encode(
             {
                 names["input_ids"]: masked.input_ids,
-                names["input_mask"]: input_mask,
+                names["input_mask"]: _input_mask(packed),
                 names["segment_ids"]: packed.segment_ids,
                 names["masked_lm_positions"]: masked.masked_lm_positions,
                 names["masked_lm_ids"]: masked.masked_lm_ids,
@@ -333,10 +330,10 @@ class ChunkProcessor:
         """Dynamic-masking records of packed instances: no masks, the recipe in every record
         (features.unmasked_feature_spec)."""
         settings, names = self.settings, self.names
-        count, length = packed.input_ids.shape
+        count = len(packed.input_ids)
         arrays = {
             names["input_ids"]: packed.input_ids,
-            names["input_mask"]: (np.arange(length)[None, :] < packed.lengths[:, None]),
+            names["input_mask"]: _input_mask(packed),
             names["segment_ids"]: packed.segment_ids,
             names["next_sentence_labels"]: packed.next_sentence_labels[:, None],
         }
@@ -350,7 +347,6 @@ class ChunkProcessor:
             )
         for name, values in self.recipe.feature_values().items():
             arrays[name] = np.broadcast_to(np.asarray(values), (count, len(values)))
-        arrays[names["input_mask"]] = arrays[names["input_mask"]].astype(np.int32)
         stats.update(
             tokens=int(packed.lengths.sum()),
             eligible_tokens=int(packed.lengths.sum())
@@ -359,6 +355,13 @@ class ChunkProcessor:
             short_target=int(packed.is_short.sum()),
         )
         return self.encoder.encode(arrays), dict(stats)
+
+
+def _input_mask(packed) -> np.ndarray:
+    """uint8 [N, S]: 1 at the tokens of each packed instance, 0 at its padding (one byte a
+    value, the width the Example encoder writes, so that it makes no narrower copy)."""
+    positions = np.arange(packed.input_ids.shape[1])
+    return (positions[None, :] < packed.lengths[:, None]).view(np.uint8)
 
 
 _WORKER: ChunkProcessor | None = None
