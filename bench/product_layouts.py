@@ -27,26 +27,14 @@ compared with the rows form. Figures are printed, never asserted.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
-import time
 
 from cpu_allocator_page_faults import cpu_description
 from encoder_latency import PROJECT_ROOT
-
-
-def median_seconds(function, argument, calls: int) -> float:
-    """Median seconds of `calls` calls of `function(argument)` (output fetched), after 2 warm-up
-    calls."""
-    for _ in range(2):
-        function(argument).numpy()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        function(argument).numpy()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+from train_step_gemm_floor import median_call_seconds
 
 
 def feed_forward_chains(hidden: int, intermediate: int, pairs: int, dtype) -> dict:
@@ -190,17 +178,21 @@ def main(argv=None) -> int:
         x = tf.constant(np.random.default_rng(1).standard_normal((rows, args.hidden)), dtype)
         flops = args.pairs * 2 * 2 * rows * args.hidden * args.intermediate
         rounds = {name: [] for name in chains}
+        inputs = {
+            name: tf.transpose(x) if hidden_major else x
+            for name, (_, hidden_major) in chains.items()
+        }
         for _ in range(args.rounds):  # forms alternate within each round
-            for name, (function, hidden_major) in chains.items():
-                argument = tf.transpose(x) if hidden_major else x
-                rounds[name].append(median_seconds(function, argument, args.calls))
-        reference = {}
+            for name, (function, _) in chains.items():
+                call = functools.partial(function, inputs[name])
+                rounds[name].append(median_call_seconds(call, args.calls))
+        outputs = {}  # [rows, H] float32, whatever the form's layout
         for name, (function, hidden_major) in chains.items():
-            output = function(tf.transpose(x) if hidden_major else x)
-            output = tf.cast(tf.transpose(output) if hidden_major else output, tf.float32)
-            reference_name = "rows bare" if name.endswith("bare") else "rows"
-            reference.setdefault(name, output)
-            difference = float(tf.reduce_max(tf.abs(output - reference[reference_name])))
+            output = function(inputs[name])
+            outputs[name] = tf.cast(tf.transpose(output) if hidden_major else output, tf.float32)
+        for name in chains:
+            reference = outputs["rows bare" if name.endswith("bare") else "rows"]
+            difference = float(tf.reduce_max(tf.abs(outputs[name] - reference)))
             seconds = statistics.median(rounds[name])
             print(
                 f"| {name} | {rows} | {seconds * 1e3:.2f} "
@@ -212,7 +204,9 @@ def main(argv=None) -> int:
             times = {name: [] for name in norms}
             for _ in range(args.rounds):
                 for name, function in norms.items():
-                    times[name].append(median_seconds(function, x32, args.calls))
+                    times[name].append(
+                        median_call_seconds(functools.partial(function, x32), args.calls)
+                    )
             for name in norms:
                 seconds = statistics.median(times[name])
                 print(
