@@ -44,6 +44,7 @@ from official_bert.tasks.finetuning import (
     initialize_weights,
     model_vocab_size,
     serving_encoder_dtype,
+    serving_export_dir,
     train_dataset_fn,
     validate_finetuning_options,
 )
@@ -419,9 +420,9 @@ class ClassificationTask(FinetuningTask):
 
     def export(self, runner: Runner) -> str | None:
         options = self.options
-        if options.export_dir == "":
+        export_dir = serving_export_dir(options)
+        if export_dir is None:
             return None
-        export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
         if options.doc_stride is not None:
             logging.warning(
                 "The serving model truncates inputs to max_seq_length=%d: --doc_stride windows "

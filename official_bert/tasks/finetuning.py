@@ -112,6 +112,14 @@ def _names_export(options) -> bool:
     return bool(getattr(options, "export_dir", None))
 
 
+def serving_export_dir(options) -> str | None:
+    """Where a fine-tuning task writes its serving SavedModel: `export_dir`, by default
+    (None) output_dir/serving_model; None when export_dir is '' (no export)."""
+    if options.export_dir == "":
+        return None
+    return options.export_dir or os.path.join(options.output_dir, "serving_model")
+
+
 def validate_finetuning_options(options: FinetuningOptions) -> None:
     """The original run_classifier.py checks of what to do and of the model settings, each
     naming its flag."""

@@ -39,7 +39,7 @@ from official_bert.tasks.classification_objective import (
     mean_multi_label_eval_loss,
     sigmoid,
 )
-from official_bert.tasks.finetuning import serving_encoder_dtype
+from official_bert.tasks.finetuning import serving_encoder_dtype, serving_export_dir
 from official_bert.training.runner import Runner, write_eval_results
 
 
@@ -193,10 +193,9 @@ class MultiLabelClassificationTask(ClassificationTask):
         return results
 
     def export(self, runner: Runner) -> str | None:
-        options = self.options
-        if options.export_dir == "":
+        export_dir = serving_export_dir(self.options)
+        if export_dir is None:
             return None
-        export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
         return export_multi_label_serving_model(
             runner.model,
             self.packer,

@@ -25,7 +25,11 @@ from official_bert.export.tagger_serving import export_tagger_serving_model
 from official_bert.models import BertTokenTagger, FeatureBasedClassifier
 from official_bert.tasks.classification import ClassificationTask, predict_records
 from official_bert.tasks.classification_objective import mean_eval_loss
-from official_bert.tasks.finetuning import create_encoder, serving_encoder_dtype
+from official_bert.tasks.finetuning import (
+    create_encoder,
+    serving_encoder_dtype,
+    serving_export_dir,
+)
 from official_bert.tasks.tagging_objective import tagging_loss, tagging_loss_denominators
 from official_bert.training.runner import write_eval_results
 
@@ -99,10 +103,9 @@ class TaggingTask(ClassificationTask):
         return tagging_loss_denominators
 
     def export(self, runner) -> str | None:
-        options = self.options
-        if options.export_dir == "":
+        export_dir = serving_export_dir(self.options)
+        if export_dir is None:
             return None
-        export_dir = options.export_dir or os.path.join(options.output_dir, "serving_model")
         return export_tagger_serving_model(
             runner.model,
             self.packer,
