@@ -108,6 +108,42 @@ def write_tiny_checkpoint(directory, **config_overrides):
     return directory
 
 
+def write_tiny_sentiment_setup(directory, counts=(64, 32, 16), **config_overrides):
+    """A tiny checkpoint (write_tiny_checkpoint) in directory/bert and the generic sentiment
+    task (write_tiny_task, `counts` examples per split) in directory/data: (bert_dir, data_dir)."""
+    bert_dir = write_tiny_checkpoint(directory / "bert", **config_overrides)
+    data_dir = directory / "data"
+    data_dir.mkdir()
+    write_tiny_task(data_dir, counts=counts)
+    return bert_dir, data_dir
+
+
+def tiny_sentiment_options(setup, output_dir, **overrides):
+    """ClassifierOptions fine-tuning the tiny checkpoint of `setup` (write_tiny_sentiment_setup's
+    (bert_dir, data_dir)) on its sentiment task; a short run (16 tokens, batch 8, 1 epoch) unless
+    `overrides` say otherwise."""
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.tasks.classification import ClassifierOptions
+
+    bert_dir, data_dir = setup
+    values = dict(
+        bert_config=read_bert_config(str(bert_dir / "bert_config.json")),
+        task_name="generic",
+        processor_kwargs=dict(labels=["neg", "pos"]),
+        data_dir=str(data_dir),
+        vocab_file=str(bert_dir / "vocab.txt"),
+        output_dir=str(output_dir),
+        init_checkpoint=str(bert_dir / "bert_model.ckpt"),
+        max_seq_length=16,
+        train_batch_size=8,
+        learning_rate=1e-3,
+        num_train_epochs=1.0,
+        seed=1,
+    )
+    values.update(overrides)
+    return ClassifierOptions(**values)
+
+
 # The tiny tagging task's entities: sentiment words, and two-word animals (B- then I-).
 _TAGGED_ENTITIES = [([word], ["B-POS"]) for word in POSITIVE]
 _TAGGED_ENTITIES += [([word], ["B-NEG"]) for word in NEGATIVE]

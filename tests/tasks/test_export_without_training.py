@@ -5,11 +5,9 @@ those of the export written right after training."""
 import numpy as np
 import pytest
 
-from official_bert.checkpoints.loading import read_bert_config
-from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 from tests.export.fresh_process import serve_each_in_one_fresh_process
-from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
+from tests.tiny_data import tiny_sentiment_options, write_tiny_sentiment_setup
 
 TEXTS = ["a good and fine day", "bad awful things", "fine"]
 
@@ -17,31 +15,10 @@ TEXTS = ["a good and fine day", "bad awful things", "fine"]
 @pytest.fixture(scope="module")
 def tiny_task(tmp_path_factory):
     directory = tmp_path_factory.mktemp("export_without_training")
-    bert_dir = write_tiny_checkpoint(directory / "bert")
-    data_dir = directory / "data"
-    data_dir.mkdir()
-    write_tiny_task(data_dir, counts=(32, 16, 8))
-    return bert_dir, data_dir
+    return write_tiny_sentiment_setup(directory, counts=(32, 16, 8))
 
 
-def _options(tiny_task, output_dir, **overrides):
-    bert_dir, data_dir = tiny_task
-    values = dict(
-        bert_config=read_bert_config(str(bert_dir / "bert_config.json")),
-        task_name="generic",
-        processor_kwargs=dict(labels=["neg", "pos"]),
-        data_dir=str(data_dir),
-        vocab_file=str(bert_dir / "vocab.txt"),
-        output_dir=str(output_dir),
-        init_checkpoint=str(bert_dir / "bert_model.ckpt"),
-        max_seq_length=16,
-        train_batch_size=8,
-        learning_rate=1e-3,
-        num_train_epochs=1.0,
-        seed=1,
-    )
-    values.update(overrides)
-    return ClassifierOptions(**values)
+_options = tiny_sentiment_options
 
 
 def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_path):

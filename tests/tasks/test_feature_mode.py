@@ -10,9 +10,8 @@ import tensorflow as tf
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.models import BertEncoder, FeatureBasedClassifier
-from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
-from tests.tiny_data import write_tiny_checkpoint, write_tiny_task
+from tests.tiny_data import tiny_sentiment_options, write_tiny_sentiment_setup
 
 STEPS = 16  # 64 examples / batch 8 * 2 epochs; checkpoints at 8 and 16
 
@@ -21,38 +20,22 @@ STEPS = 16  # 64 examples / batch 8 * 2 epochs; checkpoints at 8 and 16
 def tiny_task(tmp_path_factory):
     """(checkpoint folder of a random 4-layer tiny BERT, the sentiment task's data folder)."""
     directory = tmp_path_factory.mktemp("feature_mode")
-    bert_dir = write_tiny_checkpoint(directory / "bert", num_hidden_layers=4)
-    data_dir = directory / "data"
-    data_dir.mkdir()
-    write_tiny_task(data_dir, counts=(64, 32, 16))
-    return bert_dir, data_dir
+    return write_tiny_sentiment_setup(directory, num_hidden_layers=4)
 
 
 def _options(tiny_task, output_dir, **overrides):
-    bert_dir, data_dir = tiny_task
     values = dict(
-        bert_config=read_bert_config(str(bert_dir / "bert_config.json")),
-        task_name="generic",
-        processor_kwargs=dict(labels=["neg", "pos"]),
-        data_dir=str(data_dir),
-        vocab_file=str(bert_dir / "vocab.txt"),
-        output_dir=str(output_dir),
-        init_checkpoint=str(bert_dir / "bert_model.ckpt"),
         do_train=True,
-        max_seq_length=16,
-        train_batch_size=8,
         eval_batch_size=32,
         predict_batch_size=32,
-        learning_rate=1e-3,
         num_train_epochs=2.0,
         steps_per_loop=8,
         save_checkpoints_steps=8,
         log_steps=8,
-        seed=1,
         export_dir="",
     )
     values.update(overrides)
-    return ClassifierOptions(**values)
+    return tiny_sentiment_options(tiny_task, output_dir, **values)
 
 
 def _config(tiny_task):
