@@ -178,6 +178,10 @@ class FusedInferenceEncoder(tf.Module):
       (default: for bfloat16, where oneDNN's products read that layout 1.3-1.5x faster at
       12-128 rows and no slower at 2048, with the same results; float32 is not faster that
       way, bench/RESULTS.md). Either layout computes the same function.
+    split_feed_forward: run each layer's feed-forward as two halves of its intermediate units
+      (default: in float32, for models whose hidden x intermediate kernel has at most
+      SPLIT_FEED_FORWARD_ELEMENTS entries). The same function (the sum of the halves' second
+      products is the whole product, in another order).
     """
 
     # The smallest static batch computed as two halves (see __call__): below it the halves'
@@ -189,6 +193,15 @@ class FusedInferenceEncoder(tf.Module):
     # The fewest elements (tokens x hidden) of a LayerNorm's input for it to run as one oneDNN
     # kernel where TensorFlow uses oneDNN (see _normalized_rows): measured crossover, 50k-100k.
     FUSED_NORM_ELEMENTS = 65536
+    # The largest feed-forward kernel (hidden x intermediate entries) computed as two halves:
+    # [x @ W1[:, :I/2], x @ W1[:, I/2:]] and their products with W2's rows [:I/2] and [I/2:],
+    # summed. oneDNN runs a float32 product this small on one thread, so the two halves,
+    # independent in the graph, run on two cores at once: all-MiniLM-L6-v2's (384 x 1536)
+    # whole encoder 1.3x faster at batch 1 (12-32 tokens), 1.1x at 128 tokens, level at batch
+    # 32; BERT-Base's (768 x 3072) products are threaded already (its feed-forward 4% slower in
+    # halves from 512 tokens on). bfloat16 gains nothing at a few tokens and loses 9% at batch
+    # 32, so it keeps whole products (bench/RESULTS.md, "Feed-forward halves").
+    SPLIT_FEED_FORWARD_ELEMENTS = 1 << 20
 
     def __init__(
         self,
@@ -197,6 +210,7 @@ class FusedInferenceEncoder(tf.Module):
         name: str | None = None,
         *,
         transposed_kernels: bool | None = None,
+        split_feed_forward: bool | None = None,
     ):
         super().__init__(name=name)
         if dtype not in _DTYPES:
@@ -225,6 +239,19 @@ class FusedInferenceEncoder(tf.Module):
             self.compute_dtype == tf.bfloat16
             if transposed_kernels is None
             else bool(transposed_kernels)
+        )
+
+        intermediate = int(encoder.intermediate_size)
+        self.split_feed_forward = (
+            self.compute_dtype == tf.float32
+            and self.hidden_size * intermediate <= self.SPLIT_FEED_FORWARD_ELEMENTS
+            if split_feed_forward is None
+            else bool(split_feed_forward)
+        )
+        # The intermediate units of each feed-forward part: [start, stop) pairs.
+        half = intermediate // 2
+        feed_forward_parts = (
+            [(0, half), (half, intermediate)] if self.split_feed_forward else [(0, intermediate)]
         )
 
         def weight(value, name, dtype=None):
@@ -268,6 +295,9 @@ class FusedInferenceEncoder(tf.Module):
                 [numpy(dense.bias).reshape(hidden) * scale for dense, scale in parts]
             )
             output = attention._output_dense
+            intermediate_kernel = numpy(block.intermediate_dense.kernel)
+            intermediate_bias = numpy(block.intermediate_dense.bias)
+            output_kernel = numpy(block.output_dense.kernel)
             prefix = f"layer_{index}"
             self.layers.append(
                 dict(
@@ -283,13 +313,22 @@ class FusedInferenceEncoder(tf.Module):
                     attention_beta=weight(
                         numpy(block.attention_layer_norm.beta), f"{prefix}/ln1_beta", tf.float32
                     ),
-                    intermediate_kernel=kernel(
-                        numpy(block.intermediate_dense.kernel), f"{prefix}/intermediate_kernel"
-                    ),
-                    intermediate_bias=weight(
-                        numpy(block.intermediate_dense.bias), f"{prefix}/intermediate_bias"
-                    ),
-                    output_kernel=kernel(numpy(block.output_dense.kernel), f"{prefix}/out_kernel"),
+                    # One entry per feed-forward part (see split_feed_forward): the first
+                    # product's output columns and the second's input rows of those units.
+                    intermediate_kernels=[
+                        kernel(
+                            intermediate_kernel[:, start:stop], f"{prefix}/intermediate_kernel_{i}"
+                        )
+                        for i, (start, stop) in enumerate(feed_forward_parts)
+                    ],
+                    intermediate_biases=[
+                        weight(intermediate_bias[start:stop], f"{prefix}/intermediate_bias_{i}")
+                        for i, (start, stop) in enumerate(feed_forward_parts)
+                    ],
+                    output_kernels=[
+                        kernel(output_kernel[start:stop], f"{prefix}/out_kernel_{i}")
+                        for i, (start, stop) in enumerate(feed_forward_parts)
+                    ],
                     output_bias=weight(numpy(block.output_dense.bias), f"{prefix}/out_bias"),
                     output_gamma=weight(
                         numpy(block.output_layer_norm.gamma), f"{prefix}/ln2_gamma", tf.float32
@@ -372,12 +411,26 @@ class FusedInferenceEncoder(tf.Module):
             self.epsilon,
             fused_from,
         )
-        intermediate = self._activation(
-            self._dense(x, weights["intermediate_kernel"], weights["intermediate_bias"])
+        # The feed-forward, in one part or two independent halves (split_feed_forward): the
+        # first part's second product carries the output bias and the residual (one fused
+        # kernel), the other's is added to it.
+        output = None
+        parts = zip(
+            weights["intermediate_kernels"],
+            weights["intermediate_biases"],
+            weights["output_kernels"],
+            strict=True,
         )
-        output = self._dense(intermediate, weights["output_kernel"], weights["output_bias"])
+        for intermediate_kernel, intermediate_bias, output_kernel in parts:
+            intermediate = self._activation(self._dense(x, intermediate_kernel, intermediate_bias))
+            if output is None:
+                output = self._dense(intermediate, output_kernel, weights["output_bias"]) + x
+            else:
+                output += tf.matmul(
+                    intermediate, output_kernel, transpose_b=self.kernels_transposed
+                )
         return _layer_norm(
-            output + x, weights["output_gamma"], weights["output_beta"], self.epsilon, fused_from
+            output, weights["output_gamma"], weights["output_beta"], self.epsilon, fused_from
         )
 
     def _fused_norm_from(self, few_tokens: bool) -> int | None:
