@@ -242,7 +242,7 @@ class FusedInferenceEncoder(tf.Module):
         )
 
         intermediate = int(encoder.intermediate_size)
-        self.split_feed_forward = (
+        self.split_feed_forward = intermediate >= 2 and (  # a half of no units is no use
             self.compute_dtype == tf.float32
             and self.hidden_size * intermediate <= self.SPLIT_FEED_FORWARD_ELEMENTS
             if split_feed_forward is None

@@ -461,6 +461,9 @@ def test_feed_forward_in_two_halves_computes_the_same_function(dtype):
             for form in (halves, whole)
         ]
         assert errors[0] < 1.5 * errors[1] + 1e-3, errors
+    # One intermediate unit cannot be halved: asked or not, it runs whole.
+    single = _encoder(hidden_size=24, num_attention_heads=4, intermediate_size=1)
+    assert not FusedInferenceEncoder(single, split_feed_forward=True).split_feed_forward
     # The size rule: BERT-Base's 768 x 3072 feed-forward runs whole.
     assert 768 * 3072 > FusedInferenceEncoder.SPLIT_FEED_FORWARD_ELEMENTS >= 384 * 1536
 
