@@ -17,7 +17,9 @@ same function from plain TensorFlow ops laid out for that rewriter:
 - the padding mask as an additive -10000 on the scores (the original's form), one add;
 - a LayerNorm of many tokens, where TensorFlow uses oneDNN, as the graph its remapper turns
   into one oneDNN layer normalization (_normalized_rows);
-- everything on [batch * seq, hidden] matrices, so the only reshapes are around the heads.
+- everything on [batch * seq, hidden] matrices, so the only reshapes are around the heads;
+- a small float32 model's feed-forward as two independent halves of its intermediate units
+  (oneDNN runs products that small on one thread; the halves keep both cores busy).
 
 Why not the Keras layers with these changes: a Keras Dense cannot hold a fused [H, 3H] kernel
 under the checkpoint names of three, and Keras's bias add and activations are its own ops. Why
