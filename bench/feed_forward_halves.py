@@ -4,7 +4,7 @@
 intermediate units (official_bert/kernels/inference_encoder.py); this times one forward of the
 same random-initialised encoder both ways, in a tf.function whose batch and length are unknown
 when traced (as in a serving signature), alternating the two forms over --rounds rounds, and
-prints the median of each round's median latency. Figures are printed, never asserted.
+prints the median of each round's median latency (train_step_gemm_floor.median_call_seconds). Figures are printed, never asserted.
 
   python bench/feed_forward_halves.py                        # MiniLM sizes, float32
   python bench/feed_forward_halves.py --dtype bfloat16 --config base
@@ -13,10 +13,10 @@ prints the median of each round's median latency. Figures are printed, never ass
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_hooks  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from train_step_gemm_floor import median_call_seconds  # noqa: E402
 
 from official_bert.kernels import FusedInferenceEncoder  # noqa: E402
 
@@ -32,17 +33,6 @@ CONFIGS = {
     "minilm": dict(L=6, H=384, A=12, I=1536, V=30522),
     "base": dict(L=12, H=768, A=12, I=3072, V=30522),
 }
-
-
-def median_latency_ms(forward, inputs, calls: int) -> float:
-    """The median of `calls` timed calls (after one untimed), each ending with a host copy."""
-    forward(inputs).numpy()
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        forward(inputs).numpy()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1e3
 
 
 def main() -> None:
@@ -54,12 +44,15 @@ def main() -> None:
     args = parser.parse_args()
 
     encoder = bench_hooks.build_encoder(CONFIGS[args.config])
-    forms = {
-        split: FusedInferenceEncoder(encoder, dtype=args.dtype, split_feed_forward=split)
-        for split in (False, True)
-    }
     names = ("input_word_ids", "input_mask", "input_type_ids")
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in names}
+    # One graph per form for every shape (batch and length unknown when traced).
+    forwards = {}
+    for split in (False, True):
+        form = FusedInferenceEncoder(encoder, dtype=args.dtype, split_feed_forward=split)
+        forwards[split] = tf.function(
+            lambda x, form=form: form(x)["sequence_output"], input_signature=[spec]
+        )
     rng = np.random.default_rng(0)
     print(f"| {args.config}, {args.dtype} | whole ms | halves ms | whole / halves |")
     print("|---|---|---|---|")
@@ -71,17 +64,12 @@ def main() -> None:
             "input_mask": tf.ones_like(ids),
             "input_type_ids": tf.zeros_like(ids),
         }
-        forwards = {
-            split: tf.function(
-                lambda x, form=form: form(x)["sequence_output"], input_signature=[spec]
-            )
-            for split, form in forms.items()
-        }
         calls = 100 if batch * seq <= 128 else 20
         rounds = {split: [] for split in forwards}
         for _ in range(args.rounds):
             for split, forward in forwards.items():
-                rounds[split].append(median_latency_ms(forward, inputs, calls))
+                call = functools.partial(forward, inputs)
+                rounds[split].append(median_call_seconds(call, calls) * 1e3)
         whole, halves = (statistics.median(rounds[split]) for split in (False, True))
         print(
             f"| batch {batch}, {seq} tokens | {whole:.2f} | {halves:.2f} | {whole / halves:.2f}x |"

@@ -182,8 +182,8 @@ class FusedInferenceEncoder(tf.Module):
       way, bench/RESULTS.md). Either layout computes the same function.
     split_feed_forward: run each layer's feed-forward as two halves of its intermediate units
       (default: in float32, for models whose hidden x intermediate kernel has at most
-      SPLIT_FEED_FORWARD_ELEMENTS entries). The same function (the sum of the halves' second
-      products is the whole product, in another order).
+      SPLIT_FEED_FORWARD_ELEMENTS entries; never for a single unit). The same function (the
+      sum of the halves' second products is the whole product, in another order).
     """
 
     # The smallest static batch computed as two halves (see __call__): below it the halves'
