@@ -11,8 +11,8 @@ all with the fast kernels on (the scripts' default), and fp32-plain, bf16-plain 
 Peers (`--peers`, each its harness script under its venv, in float32): tfm, kh (custom loop),
 kh-fit, orig, hf.
 
-Each variant and peer runs in its own process (`--steps` timed steps after `--warmup`), one
-after another; `--rounds N` repeats the whole sequence N times, ours first in odd rounds and
+Each variant and peer runs each config in its own process (`--steps` timed steps after
+`--warmup`), one after another; `--rounds N` repeats the whole sequence N times, ours first in odd rounds and
 the peers first in even ones, so that a slow spell of this shared machine falls on both sides.
 Output: the JSON lines (appended to --jsonl, each with its round), then a markdown table and,
 per config, each variant of ours over the fastest float32 peer: the ratio of the medians over
@@ -92,8 +92,18 @@ def run_json_lines(name: str, command: list[str], env: dict) -> list[dict]:
 
 
 def measure(args, round_number: int = 1) -> list[dict]:
-    """One round: every variant of ours and every peer, ours first in odd rounds."""
-    common = ["--config", args.configs, "--steps", str(args.steps), "--warmup", str(args.warmup)]
+    """One round: every config, each in a process of its own for every variant of ours and
+    every peer (so that no run's figures depend on what its process ran before), ours first
+    in odd rounds."""
+    results = []
+    for config in args.configs.split(","):
+        results += measure_config(args, config, round_number)
+    return results
+
+
+def measure_config(args, config: str, round_number: int) -> list[dict]:
+    """measure's runs for one config."""
+    common = ["--config", config, "--steps", str(args.steps), "--warmup", str(args.warmup)]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", BENCH_QUIET_WAIT=str(args.quiet_wait))
     # We write every line to --jsonl ourselves.
     env.pop("BENCH_JSONL", None)
