@@ -4,7 +4,8 @@
 intermediate units (official_bert/kernels/inference_encoder.py); this times one forward of the
 same random-initialised encoder both ways, in a tf.function whose batch and length are unknown
 when traced (as in a serving signature), alternating the two forms over --rounds rounds, and
-prints the median of each round's median latency (train_step_gemm_floor.median_call_seconds). Figures are printed, never asserted.
+prints the median of each round's median latency (train_step_gemm_floor.median_call_seconds).
+Figures are printed, never asserted.
 
   python bench/feed_forward_halves.py                        # MiniLM sizes, float32
   python bench/feed_forward_halves.py --dtype bfloat16 --config base
@@ -22,6 +23,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bench_hooks  # noqa: E402
+import encoder_latency  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from train_step_gemm_floor import median_call_seconds  # noqa: E402
@@ -31,7 +33,7 @@ from official_bert.kernels import FusedInferenceEncoder  # noqa: E402
 # all-MiniLM-L6-v2's sizes and BERT-Base's, in the peer harness's names (bench_hooks).
 CONFIGS = {
     "minilm": dict(L=6, H=384, A=12, I=1536, V=30522),
-    "base": dict(L=12, H=768, A=12, I=3072, V=30522),
+    "base": encoder_latency.CONFIGS["base"],
 }
 
 

@@ -12,8 +12,9 @@ Peers (`--peers`, each its harness script under its venv, in float32): tfm, kh (
 kh-fit, orig, hf.
 
 Each variant and peer runs each config in its own process (`--steps` timed steps after
-`--warmup`), one after another; `--rounds N` repeats the whole sequence N times, ours first in odd rounds and
-the peers first in even ones, so that a slow spell of this shared machine falls on both sides.
+`--warmup`), one after another; `--rounds N` repeats the whole sequence N times, ours first in
+odd rounds and the peers first in even ones, so that a slow spell of this shared machine falls
+on both sides.
 Output: the JSON lines (appended to --jsonl, each with its round), then a markdown table and,
 per config, each variant of ours over the fastest float32 peer: the ratio of the medians over
 the rounds, and each round's own ratio. Figures are printed, never asserted.
