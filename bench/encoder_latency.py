@@ -123,6 +123,13 @@ def parse_args(argv=None):
     add_harness_arguments(parser)
     parser.add_argument("--rounds", type=int, default=1, help="alternate ours and peers N times")
     parser.add_argument(
+        "--frozen_weights",
+        action="store_true",
+        help="run ours with oneDNN's frozen-weight products (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS, "
+        "official_bert.kernels.frozen_weights), named ours-<variant>-frozen; the peers run "
+        "without it, as published",
+    )
+    parser.add_argument(
         "--summarize",
         nargs="+",
         metavar="JSONL",
@@ -281,7 +288,7 @@ def measure_ours(args, round_index: int) -> list[dict]:
             median = latency["median_s"]
             result = dict(
                 bench="infer",
-                peer=f"ours-{variant}",
+                peer=f"ours-{variant}{'-frozen' if args.frozen_weights else ''}",
                 config=args.config,
                 batch=batch,
                 seq=args.seq,
@@ -339,6 +346,8 @@ def measure_peer(args, name: str, round_index: int) -> list[dict]:
     # The peers append to $BENCH_JSONL themselves; we write their lines (with round) instead.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", BENCH_QUIET_WAIT=str(args.quiet_wait))
     env.pop("BENCH_JSONL", None)
+    if args.frozen_weights:
+        env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)  # ours only (--frozen_weights)
     process = subprocess.run(command, capture_output=True, text=True, env=env)
     if process.returncode != 0:
         raise RuntimeError(
@@ -418,6 +427,10 @@ def main(argv=None):
     # bench_hooks sits next to this script; the official_bert it times is this checkout's (not
     # whichever one the environment has installed), as train_step.py's PYTHONPATH does.
     sys.path[:0] = [os.path.dirname(os.path.abspath(__file__)), PROJECT_ROOT]
+    if args.frozen_weights:
+        from official_bert.kernels.frozen_weights import use_frozen_weight_products
+
+        use_frozen_weight_products(True)  # before this process runs any product
     for name in args.peer_list:
         check_peer(args, name)
     results = []

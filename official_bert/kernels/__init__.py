@@ -9,6 +9,8 @@ tested equal to it (tests/kernels/), and taken only when switched on.
   fused_adam                fused_adam_update: scale, weight decay and Adam in one XLA loop
   host_allocator            TensorFlow's BFC allocator for host memory
   inference_encoder         FusedInferenceEncoder: an encoder's eval forward, fused products
+  frozen_weights            use_frozen_weight_products: oneDNN keeps each weight reordered once
+                            (processes that only infer); the guard that keeps it out of training
   switch                    use_fast_kernels / fast_kernels: the one switch
 
 The library's default is off (plain Keras, public API only); the scripts switch it on with
@@ -18,6 +20,11 @@ and a fast model have the same weights, variable names and checkpoint keys.
 
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
 from official_bert.kernels.folded_einsum_dense import FoldedEinsumDense
+from official_bert.kernels.frozen_weights import (
+    frozen_weight_products_requested,
+    refuse_frozen_weight_products,
+    use_frozen_weight_products,
+)
 from official_bert.kernels.fused_adam import fused_adam_update
 from official_bert.kernels.gelu_gradient import gelu_tanh
 from official_bert.kernels.host_allocator import prefer_bfc_cpu_allocator
@@ -34,9 +41,12 @@ __all__ = [
     "dropout_layer",
     "fast_kernels",
     "fast_kernels_enabled",
+    "frozen_weight_products_requested",
     "fused_adam_update",
     "gelu_tanh",
     "prefer_bfc_cpu_allocator",
+    "refuse_frozen_weight_products",
     "sparse_softmax_cross_entropy",
     "use_fast_kernels",
+    "use_frozen_weight_products",
 ]

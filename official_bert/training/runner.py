@@ -18,6 +18,7 @@ from absl import logging
 
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.data.record_files import records_named_on_error
+from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
 from official_bert.training.optimization import AdamWeightDecay
 from official_bert.training.training_options import TrainingOptions
 
@@ -370,7 +371,11 @@ class Runner:
 
     def train(self, train_dataset_fn: Callable, global_batch_size: int) -> list[tuple[int, float]]:
         """Trains up to num_train_steps updates of global_batch_size examples (the dataset's
-        batches); returns (step, mean loss) per loop."""
+        batches); returns (step, mean loss) per loop.
+
+        RuntimeError, before anything runs, where the environment asks oneDNN to keep the first
+        weights it sees (kernels.frozen_weights): training would compute with stale ones."""
+        refuse_frozen_weight_products("training")
         settings = self.settings
         parts = self.strategy.num_replicas_in_sync * settings.gradient_accumulation_steps
         if global_batch_size % parts:
