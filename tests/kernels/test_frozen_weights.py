@@ -96,15 +96,16 @@ def test_training_refuses_to_start_while_the_environment_asks_for_frozen_weights
 
 # Run in a process of its own with frozen-weight products on. First TensorFlow's own behaviour,
 # which shows that the variable took effect there (and why training must not run so): a product
-# keeps the weight of its first call. Then FusedInferenceEncoder on inputs of several shapes,
-# each path of it (few tokens on TensorFlow's kernels, oneDNN's, a large batch in two halves):
-# any product that kept an activation of an earlier call would show as a wrong output.
+# keeps the weight of its first call. Then FusedInferenceEncoder (each path of it: few tokens on
+# TensorFlow's kernels, oneDNN's, a large batch in two halves) and the Keras encoder (plain and
+# fast layers) on inputs of several shapes: any product that kept an activation of an earlier
+# call would show as a wrong output.
 _FROZEN_PROCESS = """
 import sys
 import numpy as np
 import tensorflow as tf
 from tensorflow.python.util import _pywrap_util_port
-from official_bert.kernels import FusedInferenceEncoder
+from official_bert.kernels import FusedInferenceEncoder, fast_kernels
 from official_bert.models import BertEncoder
 from tests.conftest import tiny_encoder_kwargs
 
@@ -117,18 +118,26 @@ first = product(x).numpy()
 kernel.assign(2.0 * tf.eye(256))
 kept_first_weight = bool(np.array_equal(product(x).numpy(), first))
 
-encoder = BertEncoder(**tiny_encoder_kwargs())
-encoder.build()
-encoder.load_weights(weights_path)
+encoders = {}
+for fast in (False, True):
+    with fast_kernels(fast):
+        encoders[fast] = BertEncoder(**tiny_encoder_kwargs())
+    encoders[fast].build()
+    encoders[fast].load_weights(weights_path)
 inputs = np.load(inputs_path)
+models = {
+    "float32": FusedInferenceEncoder(encoders[True], dtype="float32"),
+    "bfloat16": FusedInferenceEncoder(encoders[True], dtype="bfloat16"),
+    "keras_plain": lambda batch: encoders[False](batch, training=False),
+    "keras_fast": lambda batch: encoders[True](batch, training=False),
+}
 results = {}
-for dtype in ("float32", "bfloat16"):
-    fused = FusedInferenceEncoder(encoder, dtype=dtype)
-    call = tf.function(lambda batch: fused(batch)["sequence_output"], reduce_retracing=True)
+for key, model in models.items():
+    call = tf.function(lambda batch: model(batch)["sequence_output"], reduce_retracing=True)
     for name in sorted({key.split("/")[0] for key in inputs.files}):
         batch = {part: inputs[f"{name}/{part}"] for part in
                  ("input_word_ids", "input_mask", "input_type_ids")}
-        results[f"{dtype}/{name}"] = tf.cast(call(batch), tf.float32).numpy()
+        results[f"{key}/{name}"] = tf.cast(call(batch), tf.float32).numpy()
 np.savez(outputs_path, **results)
 print("onednn", bool(_pywrap_util_port.IsMklEnabled()), "kept", kept_first_weight)
 """
@@ -136,7 +145,7 @@ print("onednn", bool(_pywrap_util_port.IsMklEnabled()), "kept", kept_first_weigh
 _SHAPES = {"a_48_tokens": (3, 16), "b_8_tokens": (1, 8), "c_halves": (8, 24), "d_80": (2, 40)}
 
 
-def test_the_inference_encoder_gives_the_same_outputs_with_frozen_weight_products(tmp_path):
+def test_inference_gives_the_same_outputs_with_frozen_weight_products(tmp_path):
     encoder = _encoder()
     weights_path = str(tmp_path / "encoder.weights.h5")
     encoder.save_weights(weights_path)
@@ -177,7 +186,8 @@ def test_the_inference_encoder_gives_the_same_outputs_with_frozen_weight_product
     frozen = np.load(outputs_path)
     for name, batch in inputs.items():
         exact = _float32(encoder(batch, training=False)["sequence_output"])
-        np.testing.assert_allclose(frozen[f"float32/{name}"], exact, atol=2e-5, rtol=1e-5)
+        for key in ("float32", "keras_plain", "keras_fast"):
+            np.testing.assert_allclose(frozen[f"{key}/{name}"], exact, atol=2e-5, rtol=1e-5)
         # bfloat16: oneDNN's blocked kernels round at other places than the plain ones; within
         # bfloat16's precision of float32 and of the plain bfloat16 encoder.
         plain_bfloat16 = _float32(
