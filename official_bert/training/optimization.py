@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
 from official_bert.kernels.fused_adam import fused_adam_update
 from official_bert.kernels.switch import fast_kernels_enabled
 
@@ -139,7 +140,12 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def apply_gradients(self, grads_and_vars, gradient_scale=None):
         """Keras's apply_gradients; with `gradient_scale` (a scalar), every gradient is
         multiplied by it first. Single-replica use: the scale is held on the optimizer for the
-        duration of the call."""
+        duration of the call.
+
+        RuntimeError where the environment asks oneDNN to keep the first weights it sees
+        (kernels.frozen_weights): the update would be computed from stale ones, also under
+        model.fit or a loop of the user's own."""
+        refuse_frozen_weight_products("training")
         self._gradient_scale = gradient_scale
         try:
             return super().apply_gradients(grads_and_vars)

@@ -94,6 +94,24 @@ def test_training_refuses_to_start_while_the_environment_asks_for_frozen_weights
     assert runner.step == 3
 
 
+def test_the_optimizer_refuses_to_update_under_frozen_weight_products(monkeypatch):
+    # Keras's model.fit (or any loop of the user's) reaches the update through apply_gradients.
+    # No matrix product runs here, so TensorFlow cannot take the variable in this process.
+    import keras
+
+    from official_bert.training.optimization import AdamWeightDecay
+
+    weight = keras.Variable(1.0)
+    optimizer = AdamWeightDecay(learning_rate=0.1)
+    monkeypatch.setenv(FROZEN_WEIGHTS_VARIABLE, "true")
+    with pytest.raises(RuntimeError, match=f"{FROZEN_WEIGHTS_VARIABLE}=true.*training"):
+        optimizer.apply_gradients([(np.float32(1.0), weight)])
+    assert float(weight.numpy()) == 1.0
+    monkeypatch.delenv(FROZEN_WEIGHTS_VARIABLE)
+    optimizer.apply_gradients([(np.float32(1.0), weight)])
+    assert float(weight.numpy()) < 1.0
+
+
 # Run in a process of its own with frozen-weight products on. First TensorFlow's own behaviour,
 # which shows that the variable took effect there (and why training must not run so): a product
 # keeps the weight of its first call. Then FusedInferenceEncoder (each path of it: few tokens on
