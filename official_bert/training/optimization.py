@@ -140,17 +140,20 @@ class AdamWeightDecay(keras.optimizers.Optimizer):
     def apply_gradients(self, grads_and_vars, gradient_scale=None):
         """Keras's apply_gradients; with `gradient_scale` (a scalar), every gradient is
         multiplied by it first. Single-replica use: the scale is held on the optimizer for the
-        duration of the call.
-
-        RuntimeError where the environment asks oneDNN to keep the first weights it sees
-        (kernels.frozen_weights): the update would be computed from stale ones, also under
-        model.fit or a loop of the user's own."""
-        refuse_frozen_weight_products("training")
+        duration of the call."""
         self._gradient_scale = gradient_scale
         try:
             return super().apply_gradients(grads_and_vars)
         finally:
             self._gradient_scale = None
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras's apply, which apply_gradients, model.fit and LossScaleOptimizer all reach.
+
+        RuntimeError where the environment asks oneDNN to keep the first weights it sees
+        (kernels.frozen_weights): the update would be computed from stale ones."""
+        refuse_frozen_weight_products("training")
+        return super().apply(grads, trainable_variables)
 
     def update_step(self, gradient, variable, learning_rate):
         learning_rate = ops.cast(learning_rate, variable.dtype)

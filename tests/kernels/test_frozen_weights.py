@@ -103,9 +103,13 @@ def test_the_optimizer_refuses_to_update_under_frozen_weight_products(monkeypatc
 
     weight = keras.Variable(1.0)
     optimizer = AdamWeightDecay(learning_rate=0.1)
+    # float16's LossScaleOptimizer calls the inner optimizer's apply, not apply_gradients.
+    scaled = keras.optimizers.LossScaleOptimizer(AdamWeightDecay(learning_rate=0.1))
     monkeypatch.setenv(FROZEN_WEIGHTS_VARIABLE, "true")
     with pytest.raises(RuntimeError, match=f"{FROZEN_WEIGHTS_VARIABLE}=true.*training"):
         optimizer.apply_gradients([(np.float32(1.0), weight)])
+    with pytest.raises(RuntimeError, match=f"{FROZEN_WEIGHTS_VARIABLE}=true.*training"):
+        scaled.apply_gradients([(np.float32(1.0), weight)])
     assert float(weight.numpy()) == 1.0
     monkeypatch.delenv(FROZEN_WEIGHTS_VARIABLE)
     optimizer.apply_gradients([(np.float32(1.0), weight)])
