@@ -18,8 +18,8 @@ training steps; loading other weights into a model that already ran) it is silen
 product keeps computing with the first weights it saw, and a gradient's product with an
 activation keeps the first batch's. A tiny pre-training run's loss then barely falls. Intel's
 published TensorFlow recipes export the variable for inference, so it can reach a training job
-through a shared environment: `Runner.train` refuses to start while it is set
-(`refuse_frozen_weight_products`).
+through a shared environment: `Runner.train` refuses to start and `AdamWeightDecay` to update
+while it is set (`refuse_frozen_weight_products`).
 
 TensorFlow reads the variable once per process, at the first product it builds, so
 `use_frozen_weight_products` must come before the process runs any model; setting or clearing it
