@@ -69,7 +69,16 @@ def test_mean_pooling_normalized_reproduces_sentence_transformers(minilm_dir, tm
     np.testing.assert_array_equal(
         np.array([line["embedding"] for line in lines], np.float32), matrix
     )
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["e.jsonl", "e.npy", text.name]
+    # Without --output_format the file's name decides: *.npy is the matrix.
+    result = _run(*common, f"--output_file={tmp_path / 'named.npy'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    np.testing.assert_array_equal(np.load(tmp_path / "named.npy"), matrix)
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "e.jsonl",
+        "e.npy",
+        "named.npy",
+        text.name,
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -296,11 +296,12 @@ class FeatureExtractionOptions:
         "layer), mean (mean of the last layer over the real tokens, as sentence-transformers) "
         "or scalar_mix (that mean of --scalar_mix_weights' mix of all layers).",
     )
-    output_format: str = option(
-        "jsonl",
+    output_format: str | None = option(
+        None,
         choices=("jsonl", "npy"),
         help='With --pooling: jsonl ({"linex_index": i, "embedding": [...]} per line) or npy '
-        "(a float32 [lines, hidden_size] matrix).",
+        "(a float32 [lines, hidden_size] matrix). Default: npy for an output file named *.npy, "
+        "else jsonl.",
     )
     normalize: bool = option(
         False, help="With --pooling: divide each vector by its L2 norm (unit vectors)."
@@ -362,13 +363,14 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         doc_stride=options.doc_stride,
     )
     if options.pooling:
+        output_format = sentence_output_format(options)
         count = extract_sentence_embeddings(
             encoder,
             features,
             options.output_file,
             options.pooling,
-            num_lines=count_lines(options.input_file) if options.output_format == "npy" else None,
-            output_format=options.output_format,
+            num_lines=count_lines(options.input_file) if output_format == "npy" else None,
+            output_format=output_format,
             normalize=options.normalize,
             batch_size=options.batch_size,
             scalar_mix=scalar_mix,
@@ -387,6 +389,14 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     return count
 
 
+def sentence_output_format(options: FeatureExtractionOptions) -> str:
+    """--pooling's output format: --output_format, else npy for an --output_file named *.npy
+    (a file numpy.load should open) and jsonl for any other name."""
+    if options.output_format:
+        return options.output_format
+    return "npy" if options.output_file.lower().endswith(".npy") else "jsonl"
+
+
 def _check_output_options(options: FeatureExtractionOptions) -> None:
     """The flags that go together, each error naming them."""
     if options.inference_dtype != "float32" and not options.fast_kernels:
@@ -398,7 +408,7 @@ def _check_output_options(options: FeatureExtractionOptions) -> None:
         raise ValueError(f"--doc_stride must be a positive number, got {options.doc_stride}")
     if options.pooling is None:
         for name, value, default in (
-            ("output_format", options.output_format, "jsonl"),
+            ("output_format", options.output_format or "jsonl", "jsonl"),
             ("normalize", options.normalize, False),
         ):
             if value != default:
@@ -409,7 +419,7 @@ def _check_output_options(options: FeatureExtractionOptions) -> None:
         return
     if options.pooling not in POOLINGS:
         raise ValueError(f"--pooling must be one of {list(POOLINGS)}, got {options.pooling!r}")
-    if options.output_format not in ("jsonl", "npy"):
+    if options.output_format not in (None, "jsonl", "npy"):
         raise ValueError(f"--output_format must be jsonl or npy, got {options.output_format!r}")
     if options.layers is not None:
         raise ValueError(
