@@ -346,8 +346,10 @@ def measure_peer(args, name: str, round_index: int) -> list[dict]:
     # The peers append to $BENCH_JSONL themselves; we write their lines (with round) instead.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", BENCH_QUIET_WAIT=str(args.quiet_wait))
     env.pop("BENCH_JSONL", None)
-    if args.frozen_weights:
-        env.pop("TF_ONEDNN_ASSUME_FROZEN_WEIGHTS", None)  # ours only (--frozen_weights)
+    if args.frozen_weights:  # ours only
+        from official_bert.kernels.frozen_weights import FROZEN_WEIGHTS_VARIABLE
+
+        env.pop(FROZEN_WEIGHTS_VARIABLE, None)
     process = subprocess.run(command, capture_output=True, text=True, env=env)
     if process.returncode != 0:
         raise RuntimeError(
