@@ -149,7 +149,8 @@ def length_sorted_line_outputs(
     Why: a batch cut to its longest line (trim_padding) still computes every row at that
     length, and in file order most batches hold one long line among short ones. Sorted, a
     batch's rows are of similar lengths: on 2,000 lines of Wikipedia text (32 wordpieces on
-    average, max_seq_length 128) the batches hold half the positions (bench/RESULTS.md). The
+    average, max_seq_length 128) the batches hold less than half the positions
+    (bench/RESULTS.md, sentence_embeddings.py). The
     outputs at real tokens do not depend on the batch (the padding is masked out), so the
     values are line_outputs' to float rounding. The lines of a window are held until the window
     is done (length_sort_window bounds their memory); a line's windows (doc_stride) stay
