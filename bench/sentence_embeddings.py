@@ -120,11 +120,8 @@ def run_ours(args, model: Path, text: Path, output: Path, order: str) -> list[di
     )
     from official_bert.kernels import FusedInferenceEncoder, fast_kernels
     from official_bert.models import BertEncoder
-    from official_bert.tasks.feature_extraction import (
-        count_lines,
-        extract_sentence_embeddings,
-        length_sort_window,
-    )
+    from official_bert.tasks.feature_extraction import count_lines, extract_sentence_embeddings
+    from official_bert.tasks.line_batches import length_sort_window
     from official_bert.tokenization import FastWordpieceBertTokenizer
 
     config = read_bert_config(str(model / "config.json"))

@@ -15,10 +15,13 @@ from official_bert.data.feature_extraction_inputs import TextExample, convert_te
 from official_bert.models import BertEncoder
 from official_bert.tasks.feature_extraction import (
     FeatureExtractionOptions,
+    extract_sentence_embeddings,
+    run_feature_extraction,
+)
+from official_bert.tasks.line_batches import (
     length_sort_window,
     length_sorted_line_outputs,
     line_outputs,
-    run_feature_extraction,
 )
 from official_bert.tokenization import FullTokenizer
 
@@ -209,7 +212,6 @@ def test_one_encoder_is_traced_once_for_many_files_and_not_kept_alive(tiny, tmp_
     import gc
 
     from official_bert.tasks import feature_extraction
-    from official_bert.tasks.feature_extraction import extract_sentence_embeddings
 
     _, tokenizer = tiny
     config = BertConfig(

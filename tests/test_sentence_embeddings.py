@@ -19,9 +19,9 @@ from official_bert.tasks.feature_extraction import (
     count_lines,
     extract_features,
     extract_sentence_embeddings,
-    line_outputs,
     run_feature_extraction,
 )
+from official_bert.tasks.line_batches import line_outputs
 from official_bert.tasks.sentence_pooling import pool_tokens
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT

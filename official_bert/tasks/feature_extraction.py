@@ -9,14 +9,12 @@ overlapping windows whose max-context tokens make up the whole line
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import json
 import time
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import keras
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -29,12 +27,12 @@ from official_bert.data.feature_extraction_inputs import (
     convert_text_examples,
     read_text_examples,
 )
-from official_bert.data.record_batches import trimmed_length
 from official_bert.kernels import FusedInferenceEncoder, fast_kernels
 from official_bert.models import BertEncoder
 from official_bert.npy_row_writer import NpyRowWriter
 from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import load_scalar_mix
+from official_bert.tasks.line_batches import length_sort_window, lines_in_order
 from official_bert.tasks.sentence_pooling import POOLINGS, pool_tokens
 from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 
@@ -42,9 +40,6 @@ from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case
 SCALAR_MIX_INDEX = "scalar_mix"
 # The original's --layers default: the last four layers.
 DEFAULT_LAYERS = "-1,-2,-3,-4"
-# The most memory that the outputs of lines read ahead for length sorting may take (see
-# length_sort_window): 160 lines of BERT-Base's four last layers, 672 of its last layer.
-SORT_WINDOW_BYTES = 256 * 2**20
 
 
 def parse_layer_indexes(layers: str, num_layers: int) -> list[int]:
@@ -61,110 +56,6 @@ def parse_layer_indexes(layers: str, num_layers: int) -> list[int]:
                 f"--layers: layer {index} does not exist in an encoder with {num_layers} layers"
             )
     return indexes
-
-
-def _batches(features: Iterable[TokenFeatures], batch_size: int) -> Iterator[list[TokenFeatures]]:
-    iterator = iter(features)
-    while batch := list(itertools.islice(iterator, batch_size)):
-        yield batch
-
-
-def line_outputs(
-    forward, features: Iterable[TokenFeatures], batch_size: int, trim_padding: bool = False
-) -> Iterator[tuple[int, list[str], list[np.ndarray]]]:
-    """Runs `forward` (inputs dict -> list of float32 [batch, seq_length, width] tensors) over
-    the features, `batch_size` rows per call, and yields per input line, in order, (unique_id,
-    its tokens, per output an array float32 [num_tokens, width]).
-
-    A line cut into windows (features with line_tokens) is put together from its windows: each
-    token's vectors from the window that carries it (its max-context window; see
-    data/feature_extraction_inputs.py). Only the windows of one line are held at a time.
-
-    `trim_padding` cuts each batch to its longest row (rounded up to a multiple of 8, as
-    record_batches.trimmed_length): the outputs at real tokens do not depend on padding, so
-    short sentences run several times faster (the forward function is traced for the first two
-    lengths, then for any: reduce_retracing).
-    """
-    pending = None  # the arrays of the line whose windows are being put together
-    for batch in _batches(features, batch_size):
-        real = len(batch)
-        # Pad the last batch to full size so the traced function is reused.
-        padded = batch + [batch[-1]] * (batch_size - real)
-        inputs = {
-            "input_word_ids": np.array([f.input_ids for f in padded], np.int32),
-            "input_mask": np.array([f.input_mask for f in padded], np.int32),
-            "input_type_ids": np.array([f.input_type_ids for f in padded], np.int32),
-        }
-        if trim_padding:
-            trimmed = int(trimmed_length(inputs["input_mask"], inputs["input_mask"].shape[1]))
-            inputs = {name: value[:, :trimmed] for name, value in inputs.items()}
-        values = [output.numpy() for output in forward(inputs)]
-        for row, feature in enumerate(batch):
-            if feature.line_tokens is None:
-                length = len(feature.tokens)
-                yield feature.unique_id, feature.tokens, [v[row, :length] for v in values]
-                continue
-            if feature.window_index == 0:
-                pending = [
-                    np.zeros([len(feature.line_tokens), v.shape[-1]], np.float32) for v in values
-                ]
-            for line_array, v in zip(pending, values, strict=True):
-                line_array[feature.line_positions] = v[row, feature.row_positions]
-            if feature.window_index == feature.num_windows - 1:
-                yield feature.unique_id, feature.line_tokens, pending
-                pending = None
-
-
-def length_sort_window(batch_size: int, max_seq_length: int, output_width: int) -> int:
-    """How many lines length_sorted_line_outputs may read ahead: as many whole batches as fit
-    SORT_WINDOW_BYTES of outputs held for them (float32, `output_width` values a token, every
-    line counted at max_seq_length tokens), at least one batch."""
-    line_bytes = max_seq_length * output_width * 4
-    return max(1, SORT_WINDOW_BYTES // (line_bytes * batch_size)) * batch_size
-
-
-def _line_groups(features: Iterable[TokenFeatures]) -> Iterator[list[TokenFeatures]]:
-    """The features of one input line at a time: its windows in order, or its one row."""
-    iterator = iter(features)
-    for first in iterator:
-        group = [first, *itertools.islice(iterator, first.num_windows - 1)]
-        if len(group) != first.num_windows:
-            raise ValueError(
-                f"line {first.unique_id}: the features end after {len(group)} of its "
-                f"{first.num_windows} windows"
-            )
-        yield group
-
-
-def length_sorted_line_outputs(
-    forward,
-    features: Iterable[TokenFeatures],
-    batch_size: int,
-    window_lines: int,
-    trim_padding: bool = True,
-) -> Iterator[tuple[int, list[str], list[np.ndarray]]]:
-    """line_outputs' lines, in input order, with the rows of every `window_lines` lines run
-    longest line first.
-
-    Why: a batch cut to its longest line (trim_padding) still computes every row at that
-    length, and in file order most batches hold one long line among short ones. Sorted, a
-    batch's rows are of similar lengths: on 2,000 lines of Wikipedia text (32 wordpieces on
-    average, max_seq_length 128) the batches hold less than half the positions
-    (bench/RESULTS.md, sentence_embeddings.py). The
-    outputs at real tokens do not depend on the batch (the padding is masked out), so the
-    values are line_outputs' to float rounding. The lines of a window are held until the window
-    is done (length_sort_window bounds their memory); a line's windows (doc_stride) stay
-    together, in order. Longest first, so that a window's last, partial batch holds its
-    shortest lines."""
-    groups = _line_groups(features)
-    while window := list(itertools.islice(groups, window_lines)):
-        order = sorted(range(len(window)), key=lambda i: -max(len(f.tokens) for f in window[i]))
-        rows = [feature for i in order for feature in window[i]]
-        lines = [None] * len(window)
-        computed = line_outputs(forward, rows, batch_size, trim_padding)
-        for i, line in zip(order, computed, strict=True):
-            lines[i] = line
-        yield from lines
 
 
 def extract_features(
@@ -185,11 +76,11 @@ def extract_features(
     ignored), each token has one entry instead, {"index": "scalar_mix", "values": [...]}: the
     mix of every layer's output at that token.
 
-    Batches are cut to their longest line (line_outputs' trim_padding): the same values to float
-    rounding, faster for lines shorter than max_seq_length. With `sort_window` > 0, the lines
-    run longest first within windows of that many lines (length_sorted_line_outputs; the file
-    is still written in input order): the same values to float rounding, faster on lines of
-    mixed lengths.
+    Batches are cut to their longest line (line_batches.line_outputs' trim_padding): the same
+    values to float rounding, faster for lines shorter than max_seq_length. With `sort_window`
+    > 0, the lines run longest first within windows of that many lines
+    (line_batches.length_sorted_line_outputs; the file is still written in input order): the
+    same values to float rounding, faster on lines of mixed lengths.
 
     The file is written under a temporary name and renamed when complete. Returns the number of
     examples written.
@@ -200,7 +91,7 @@ def extract_features(
     written = 0
     start = time.time()
     with atomic_output(output_file) as temporary, tf.io.gfile.GFile(temporary, "w") as writer:
-        lines = _lines(forward, features, batch_size, sort_window)
+        lines = lines_in_order(forward, features, batch_size, sort_window)
         for unique_id, line_tokens, layer_values in lines:
             tokens = []
             for position, token in enumerate(line_tokens):
@@ -239,9 +130,9 @@ def extract_sentence_embeddings(
     output_format "jsonl": a line {"linex_index": id, "embedding": [floats]} per input line
     (full float32 precision). "npy": a float32 [num_lines, hidden_size] matrix, row i the line
     i; `num_lines` is required (the header is written first, so nothing is held in memory).
-    Batches are cut to their longest line (line_outputs' trim_padding), and with `sort_window`
-    run longest line first within windows of that many lines (as extract_features): the
-    vectors are the same to float rounding, faster.
+    Batches are cut to their longest line (line_batches.line_outputs' trim_padding), and with
+    `sort_window` run longest line first within windows of that many lines (as
+    extract_features): the vectors are the same to float rounding, faster.
 
     Written under a temporary name and renamed when complete. Returns the number of lines.
     """
@@ -260,7 +151,7 @@ def extract_sentence_embeddings(
         else:
             raise ValueError(f"output_format must be jsonl or npy, got {output_format!r}")
         with writer:
-            lines = _lines(forward, features, batch_size, sort_window)
+            lines = lines_in_order(forward, features, batch_size, sort_window)
             for unique_id, _, (vectors,) in lines:
                 vector = pool_tokens(vectors, pooling, normalize)
                 if output_format == "npy":
@@ -274,13 +165,6 @@ def extract_sentence_embeddings(
                     _log_progress(written, start)
     _log_progress(written, start)
     return written
-
-
-def _lines(forward, features, batch_size: int, sort_window: int):
-    """The lines' outputs in input order, batches trimmed; length-sorted with sort_window > 0."""
-    if sort_window > 0:
-        return length_sorted_line_outputs(forward, features, batch_size, sort_window)
-    return line_outputs(forward, features, batch_size, trim_padding=True)
 
 
 def _forward_function(encoder, layer_indexes, scalar_mix):
