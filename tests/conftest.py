@@ -69,6 +69,22 @@ def tiny_checkpoint_dir(tmp_path_factory):
     return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"))
 
 
+@pytest.fixture(scope="session")
+def tiny_checkpoint_encoder(tiny_checkpoint_dir):
+    """(BertEncoder, FullTokenizer) of tiny_checkpoint_dir, weights loaded; read-only."""
+    from official_bert.checkpoints import load_bert_weights
+    from official_bert.config import BertConfig
+    from official_bert.models import BertEncoder
+    from official_bert.tokenization import FullTokenizer
+
+    config = BertConfig.from_json_file(str(tiny_checkpoint_dir / "bert_config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    load_bert_weights(encoder, str(tiny_checkpoint_dir / "bert_model.ckpt"))
+    tokenizer = FullTokenizer(str(tiny_checkpoint_dir / "vocab.txt"), do_lower_case=True)
+    return encoder, tokenizer
+
+
 def tiny_encoder_kwargs(**overrides):
     values = dict(
         vocab_size=100,

@@ -6,32 +6,18 @@ import json
 import numpy as np
 import pytest
 
-from official_bert.checkpoints import load_bert_weights
-from official_bert.config import BertConfig
 from official_bert.data.feature_extraction_inputs import (
     TextExample,
     convert_text_examples,
 )
-from official_bert.models import BertEncoder
 from official_bert.tasks.feature_extraction import (
     FeatureExtractionOptions,
     extract_features,
     run_feature_extraction,
 )
-from official_bert.tokenization import FullTokenizer
 
 # Ten words of the tiny vocabulary, one wordpiece each.
 LONG = "the movie was very good and the plot was fun"
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_checkpoint_dir):
-    config = BertConfig.from_json_file(str(tiny_checkpoint_dir / "bert_config.json"))
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
-    load_bert_weights(encoder, str(tiny_checkpoint_dir / "bert_model.ckpt"))
-    tokenizer = FullTokenizer(str(tiny_checkpoint_dir / "vocab.txt"), do_lower_case=True)
-    return encoder, tokenizer
 
 
 def _encode_rows(encoder, tokenizer, rows, seq_length):
@@ -57,9 +43,9 @@ def _extract(encoder, tokenizer, examples, path, seq_length, doc_stride, batch_s
 
 
 def test_a_single_text_in_three_windows_takes_each_token_from_its_max_context_window(
-    tiny, tmp_path
+    tiny_checkpoint_encoder, tmp_path
 ):
-    encoder, tokenizer = tiny
+    encoder, tokenizer = tiny_checkpoint_encoder
     pieces = LONG.split()
     # max_seq_length 8: windows of 6 pieces starting 2 apart, [0, 5], [2, 7], [4, 9] (see
     # tests/data/test_document_windows.py). Owners by hand: 0-3 the first window (token 3:
@@ -101,8 +87,8 @@ def test_a_single_text_in_three_windows_takes_each_token_from_its_max_context_wi
     assert len(plain[1]["features"]) == 8
 
 
-def test_a_pair_repeats_its_first_text_and_windows_the_second(tiny, tmp_path):
-    encoder, tokenizer = tiny
+def test_a_pair_repeats_its_first_text_and_windows_the_second(tiny_checkpoint_encoder, tmp_path):
+    encoder, tokenizer = tiny_checkpoint_encoder
     pieces = LONG.split()
     # max_seq_length 10 with "hello world" first: 5 pieces of B per window, starts 0, 2, 4, 6
     # ([0, 4], [2, 6], [4, 8], [6, 9]). Owners by hand (min(left, right) + 0.01 * length):
@@ -132,8 +118,8 @@ def test_a_pair_repeats_its_first_text_and_windows_the_second(tiny, tmp_path):
         )
 
 
-def test_a_first_text_that_leaves_no_room_is_a_clear_error(tiny):
-    _, tokenizer = tiny
+def test_a_first_text_that_leaves_no_room_is_a_clear_error(tiny_checkpoint_encoder):
+    _, tokenizer = tiny_checkpoint_encoder
     examples = [TextExample(4, "the movie was very good and", "fun")]
     with pytest.raises(ValueError, match="line 5: .* 6 wordpieces leave no room"):
         list(convert_text_examples(examples, tokenizer, 8, doc_stride=2))

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig
 from official_bert.data.feature_extraction_inputs import TextExample, convert_text_examples
 from official_bert.models import BertEncoder
@@ -23,19 +22,8 @@ from official_bert.tasks.line_batches import (
     length_sorted_line_outputs,
     line_outputs,
 )
-from official_bert.tokenization import FullTokenizer
 
 WORDS = "the movie was very good and the plot was fun but he bought milk at a store".split()
-
-
-@pytest.fixture(scope="module")
-def tiny(tiny_checkpoint_dir):
-    config = BertConfig.from_json_file(str(tiny_checkpoint_dir / "bert_config.json"))
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
-    load_bert_weights(encoder, str(tiny_checkpoint_dir / "bert_model.ckpt"))
-    tokenizer = FullTokenizer(str(tiny_checkpoint_dir / "vocab.txt"), do_lower_case=True)
-    return encoder, tokenizer
 
 
 def _mixed_examples(count=23):
@@ -63,8 +51,10 @@ def _recording(forward):
 
 
 @pytest.mark.parametrize("doc_stride", [None, 8])
-def test_sorted_batches_give_the_file_order_outputs_with_fewer_positions(tiny, doc_stride):
-    encoder, tokenizer = tiny
+def test_sorted_batches_give_the_file_order_outputs_with_fewer_positions(
+    tiny_checkpoint_encoder, doc_stride
+):
+    encoder, tokenizer = tiny_checkpoint_encoder
 
     @tf.function(reduce_retracing=True)
     def layers(inputs):
@@ -96,9 +86,9 @@ def test_sorted_batches_give_the_file_order_outputs_with_fewer_positions(tiny, d
     assert positions <= 0.85 * file_positions, (sorted_shapes, file_shapes)
 
 
-def test_a_line_in_windows_is_kept_together_and_in_order(tiny):
+def test_a_line_in_windows_is_kept_together_and_in_order(tiny_checkpoint_encoder):
     """Ids as vectors: each token's output shows which row position it came from."""
-    _, tokenizer = tiny
+    _, tokenizer = tiny_checkpoint_encoder
 
     def ids(inputs):
         return [tf.cast(inputs["input_word_ids"][..., None], tf.float32)]
@@ -113,9 +103,9 @@ def test_a_line_in_windows_is_kept_together_and_in_order(tiny):
         assert vectors[:, 0].tolist() == tokenizer.convert_tokens_to_ids(tokens)
 
 
-def test_reading_ahead_stops_at_the_window(tiny):
+def test_reading_ahead_stops_at_the_window(tiny_checkpoint_encoder):
     """An endless input yields its first lines after one window of lines is read."""
-    _, tokenizer = tiny
+    _, tokenizer = tiny_checkpoint_encoder
     drawn = []
 
     def endless():
@@ -140,8 +130,8 @@ def test_the_window_holds_whole_batches_within_its_memory():
     assert length_sort_window(64, 512, 24 * 1024) == 64  # never less than one batch
 
 
-def test_a_line_whose_windows_end_early_is_named(tiny):
-    _, tokenizer = tiny
+def test_a_line_whose_windows_end_early_is_named(tiny_checkpoint_encoder):
+    _, tokenizer = tiny_checkpoint_encoder
     features = list(
         convert_text_examples([TextExample(7, " ".join(WORDS * 2))], tokenizer, 16, doc_stride=4)
     )
@@ -208,12 +198,14 @@ def _count_traces(encoder, traces):
     encoder.call = counting_call
 
 
-def test_one_encoder_is_traced_once_for_many_files_and_not_kept_alive(tiny, tmp_path):
+def test_one_encoder_is_traced_once_for_many_files_and_not_kept_alive(
+    tiny_checkpoint_encoder, tmp_path
+):
     import gc
 
     from official_bert.tasks import feature_extraction
 
-    _, tokenizer = tiny
+    _, tokenizer = tiny_checkpoint_encoder
     config = BertConfig(
         vocab_size=len(tokenizer.vocab),
         hidden_size=16,

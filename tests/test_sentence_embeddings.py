@@ -8,10 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.checkpoints import load_bert_weights
-from official_bert.config import BertConfig
 from official_bert.data.feature_extraction_inputs import TextExample, convert_text_examples
-from official_bert.models import BertEncoder
 from official_bert.npy_row_writer import NpyRowWriter
 from official_bert.scalar_mix_weights import load_scalar_mix
 from official_bert.tasks.feature_extraction import (
@@ -23,7 +20,6 @@ from official_bert.tasks.feature_extraction import (
 )
 from official_bert.tasks.line_batches import line_outputs
 from official_bert.tasks.sentence_pooling import pool_tokens
-from official_bert.tokenization import FullTokenizer
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT
 from tests.warm_interpreter import run_script
 
@@ -81,16 +77,6 @@ def test_mean_pooling_normalized_reproduces_sentence_transformers(minilm_dir, tm
     ]
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_checkpoint_dir):
-    config = BertConfig.from_json_file(str(tiny_checkpoint_dir / "bert_config.json"))
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
-    load_bert_weights(encoder, str(tiny_checkpoint_dir / "bert_model.ckpt"))
-    tokenizer = FullTokenizer(str(tiny_checkpoint_dir / "vocab.txt"), do_lower_case=True)
-    return encoder, tokenizer
-
-
 EXAMPLES = [
     TextExample(0, "the movie was good"),
     TextExample(1, "hello world ||| it was fun"),
@@ -99,11 +85,11 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize("doc_stride", [None, 2])
-def test_poolings_are_those_of_the_token_features(tiny, tmp_path, doc_stride):
+def test_poolings_are_those_of_the_token_features(tiny_checkpoint_encoder, tmp_path, doc_stride):
     """cls is the per-token output's [CLS] of the last layer, mean its mean over the line's
     tokens, scalar_mix the mean of the per-token scalar mix: also over the windows of a line
     put together with --doc_stride."""
-    encoder, tokenizer = tiny
+    encoder, tokenizer = tiny_checkpoint_encoder
 
     def features():
         return convert_text_examples(EXAMPLES, tokenizer, 8, doc_stride=doc_stride)
@@ -211,10 +197,10 @@ def test_flags_that_do_not_go_together_are_named(
     assert list(tmp_path.iterdir()) == [text]
 
 
-def test_lines_stream_a_batch_at_a_time(tiny):
+def test_lines_stream_a_batch_at_a_time(tiny_checkpoint_encoder):
     """Nothing reads the whole input: the first vectors of an endless input come out after one
     batch of examples is read (so a million lines take the memory of a batch)."""
-    _, tokenizer = tiny
+    _, tokenizer = tiny_checkpoint_encoder
     drawn = []
 
     def endless():
