@@ -1,5 +1,7 @@
 """Every command in the ```bash blocks of README.md and docs/*.md runs as written, on tiny
-stand-ins for its inputs.
+stand-ins for its inputs: under `pytest -m slow` all of them; in the default run every command
+of the scripts that do not train and the first of each training script, while the other
+training commands have their flags parsed and their options built (commands_run_by_default).
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
@@ -370,11 +372,33 @@ def test_markers_say_what_they_do(tmp_path):
         page_blocks(page)
 
 
-@pytest.mark.parametrize(
-    "command", [c for c in documented_commands() if c.startswith("python ")], ids=lambda c: c[:60]
-)
-def test_documented_command_runs(command, readme_env):
-    env, tmp = readme_env
+# Scripts that train: each takes 15-30 s of tracing and running even on the tiny model, so the
+# default run runs the first documented command of each end to end and checks the flags and
+# options of the others (test_documented_command_parses); `pytest -m slow` runs them all.
+TRAINING_SCRIPTS = ("run_classifier.py", "run_pretraining.py", "run_squad.py", "run_multitask.py")
+
+
+def commands_run_by_default(commands: list[str]) -> set[str]:
+    """The commands (in run order) that the default run runs end to end: every command of a
+    script that does not train, the first of each training script, and none that reads a /tmp/
+    path written by a command left to the slow run."""
+    chosen, scripts_seen, left = set(), set(), []
+    for command in commands:
+        script = shlex.split(command)[1]
+        if script in TRAINING_SCRIPTS and script in scripts_seen or _waits_for(command, left):
+            left.append(command)
+        else:
+            chosen.add(command)
+        scripts_seen.add(script)
+    return chosen
+
+
+SCRIPT_COMMANDS = [c for c in documented_commands() if c.startswith("python ")]
+RUN_BY_DEFAULT = commands_run_by_default(SCRIPT_COMMANDS)
+
+
+def _script_args(command: str, env: dict, tmp) -> list[str]:
+    """The command's arguments after `python`, with /tmp/ in `tmp` and the $VARIABLES of env."""
     args = [re.sub(r"^(--\w+=)/tmp/", rf"\g<1>{tmp}/", a) for a in shlex.split(command)[1:]]
     for name in (
         "BERT_BASE_DIR",
@@ -386,6 +410,39 @@ def test_documented_command_runs(command, readme_env):
     ):
         args = [a.replace(f"${name}", env[name]) for a in args]
     assert all("$" not in a for a in args), f"an undefined variable in {args}"
+    return args
+
+
+def test_the_default_run_runs_each_script():
+    run = [c for c in SCRIPT_COMMANDS if c in RUN_BY_DEFAULT]
+    assert {shlex.split(c)[1] for c in run} >= set(SCRIPTS), run
+    for script in TRAINING_SCRIPTS:
+        assert sum(shlex.split(c)[1] == script for c in run) == 1, script
+    # A command reading what a slow command writes is slow too.
+    assert commands_run_by_default(
+        [
+            "python run_squad.py --output_dir=/tmp/a",
+            "python run_squad.py --output_dir=/tmp/b",
+            "python -c 'x' --export_dir=/tmp/b/serving_model",
+            "python -c 'x' --export_dir=/tmp/a/serving_model",
+        ]
+    ) == {
+        "python run_squad.py --output_dir=/tmp/a",
+        "python -c 'x' --export_dir=/tmp/a/serving_model",
+    }
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        c if c in RUN_BY_DEFAULT else pytest.param(c, marks=pytest.mark.slow)
+        for c in SCRIPT_COMMANDS
+    ],
+    ids=lambda c: c[:60],
+)
+def test_documented_command_runs(command, readme_env):
+    env, tmp = readme_env
+    args = _script_args(command, env, tmp)
     result = run_script(args, env=env, cwd=REPO_ROOT)
     assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
     for flag in OUTPUT_FLAGS:
@@ -395,6 +452,40 @@ def test_documented_command_runs(command, readme_env):
                 # A sharded output is <prefix>-SSSSS-of-NNNNN.
                 written = os.path.exists(path) or glob.glob(glob.escape(path) + "-*-of-*")
                 assert written, f"{command}: no {arg}"
+
+
+# In a forked warm interpreter: the script imported (its flags defined, main not run), the
+# command's flags parsed by absl (unknown flags, bad values and missing required flags fail)
+# and the script's options built from them (the checks of their __post_init__: files that the
+# model flags name, the original flags' mapping onto the TF2 ones).
+PARSE_ONLY = """
+import dataclasses, json, runpy, sys
+from absl import flags
+from official_bert.option_flags import options_from_flags
+script, argv = sys.argv[1], json.loads(sys.argv[2])
+namespace = runpy.run_path(script, run_name="documented_command_check")
+flags.FLAGS(argv)
+built = [
+    options_from_flags(value)
+    for name, value in namespace.items()
+    if name.endswith("Options") and dataclasses.is_dataclass(value)
+]
+print(json.dumps([type(options).__name__ for options in built]))
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [c for c in SCRIPT_COMMANDS if c not in RUN_BY_DEFAULT and not c.startswith("python -c")],
+    ids=lambda c: c[:60],
+)
+def test_documented_command_parses(command, readme_env):
+    """The commands that only `pytest -m slow` runs: their flags and options hold."""
+    env, tmp = readme_env
+    args = _script_args(command, env, tmp)
+    result = run_script(["-c", PARSE_ONLY, args[0], json.dumps(args)], env=env, cwd=REPO_ROOT)
+    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+    assert json.loads(result.stdout.splitlines()[-1]), f"{command}: no options class found"
 
 
 def readme_inline_commands() -> list[str]:
