@@ -131,13 +131,11 @@ def test_offsets_in_a_dataset_map_and_empty_batches(small_vocab_file):
 
 @pytest.mark.parametrize("do_lower_case", [True, False], ids=["uncased", "cased"])
 def test_offsets_on_shared_corpus(minilm_dir, do_lower_case):
-    lines = corpus_lines()[:1000]
+    # 500 lines: about 12,000 pieces, each checked in Python (14 s on a slow 2-core machine).
+    lines = corpus_lines()[:500]
     vocab_file = minilm_dir / "vocab.txt"
     tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
-    checked = sum(
-        check_offsets(tokenizer, vocab_file, lines[i : i + 500]) for i in range(0, len(lines), 500)
-    )
-    assert checked > 15_000
+    assert check_offsets(tokenizer, vocab_file, lines) > 10_000
 
 
 @pytest.mark.parametrize("do_lower_case", [True, False])
