@@ -103,8 +103,9 @@ def test_torch_recipe_follows_the_hugging_face_loss_curve(minilm_dir, pair_batch
     # Measured: 4.5e-7 (float32 rounding) over 24 steps, clipping active in 11 of them.
     np.testing.assert_allclose(ours, expected, rtol=0, atol=1e-5)
     # The test can fail: the original schedule (decay from step 0: 0.83x the rate here after
-    # warm-up) leaves the curve within its first twelve steps (measured: 0.0086 at the twelfth).
-    steps = 12
+    # warm-up) leaves the curve, a hundred times the tolerance above, as soon as warm-up ends
+    # (measured: 1.2e-3 at the sixth step, 0.0086 at the twelfth).
+    steps = 6
     original_schedule = train_losses(
         minilm_dir,
         pair_batches,
@@ -112,4 +113,4 @@ def test_torch_recipe_follows_the_hugging_face_loss_curve(minilm_dir, pair_batch
         steps,
         optimizer_type="adamw_torch",
     )
-    assert np.abs(original_schedule - expected[:steps]).max() > 1e-3
+    assert np.abs(original_schedule - expected[:steps]).max() > 1e-4
