@@ -30,7 +30,7 @@ import keras
 import tensorflow as tf
 
 from official_bert.config import BertConfig
-from official_bert.export.saved_model_writing import save_atomically
+from official_bert.export.saved_model_writing import save_atomically, traced_for_saving
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -100,8 +100,9 @@ def build_encoder_module(
     def call(inputs, training=False):
         return _encoder_outputs(encoder(inputs, training=training))
 
-    for training in (False, True):
-        call.get_concrete_function(encoder_input_spec(), training=training)
+    with traced_for_saving():
+        for training in (False, True):
+            call.get_concrete_function(encoder_input_spec(), training=training)
     root.__call__ = call
 
     if pretrainer is not None:
@@ -115,10 +116,11 @@ def build_encoder_module(
             outputs = pretrainer(inputs, training=training)
             return {**_encoder_outputs(outputs), "mlm_logits": outputs["mlm_logits"]}
 
-        for training in (False, True):
-            call_mlm.get_concrete_function(
-                encoder_input_spec(("masked_lm_positions",)), training=training
-            )
+        with traced_for_saving():
+            for training in (False, True):
+                call_mlm.get_concrete_function(
+                    encoder_input_spec(("masked_lm_positions",)), training=training
+                )
         root.mlm.__call__ = call_mlm
     return root
 

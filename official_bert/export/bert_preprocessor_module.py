@@ -31,7 +31,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from official_bert.data.bert_input_packer import BertInputPacker
-from official_bert.export.saved_model_writing import save_atomically
+from official_bert.export.saved_model_writing import save_atomically, traced_for_saving
 from official_bert.tokenization import FastWordpieceBertTokenizer
 
 
@@ -70,11 +70,13 @@ def build_preprocessor_module(
 
     word_pieces = tf.RaggedTensorSpec([None, None, None], tf.int32, ragged_rank=2)
     pieces = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
-    for num_segments in (1, 2):
-        for spec in (word_pieces, pieces):
-            bert_pack_inputs.get_concrete_function(
-                [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32)
-            )
+    # The spec named as the argument: the save asks for each trace again with the specs it
+    # recorded, which carry the argument's name, and a spec of another name is another trace.
+    seq_length = tf.TensorSpec([], tf.int32, name="seq_length")
+    with traced_for_saving():
+        for num_segments in (1, 2):
+            for spec in (word_pieces, pieces):
+                bert_pack_inputs.get_concrete_function([spec] * num_segments, seq_length=seq_length)
 
     @tf.function(input_signature=[])
     def get_special_tokens_dict():
@@ -110,11 +112,10 @@ def export_bert_preprocessor(
     root = build_preprocessor_module(
         vocab_file, do_lower_case, default_seq_length, tokenize_with_offsets
     )
+    with traced_for_saving():
+        serving_default = root.__call__.get_concrete_function()
     return save_atomically(
-        root,
-        export_path,
-        signatures={"serving_default": root.__call__.get_concrete_function()},
-        overwrite=overwrite,
+        root, export_path, signatures={"serving_default": serving_default}, overwrite=overwrite
     )
 
 

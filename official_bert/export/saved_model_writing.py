@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import tensorflow as tf
 
 from official_bert.config import write_text_atomically
 from official_bert.side_file_names import temporary_path
+
+try:  # TensorFlow's own save context; private, hence the fallback below.
+    from tensorflow.python.saved_model import save_context as _save_context
+except ImportError:  # pragma: no cover  (a TensorFlow without the module: trace twice)
+    _save_context = None
+
+# The options of every save_atomically, and of the traces made for it (traced_for_saving).
+SAVE_OPTIONS = tf.saved_model.SaveOptions()
+
+
+def traced_for_saving():
+    """A context for the `get_concrete_function` calls of a module about to be saved.
+
+    `tf.saved_model.save` traces again every function of the module in its own save context:
+    whether a trace was made in one (and with which variable policy) is part of the trace's
+    cache key. A function with Python arguments (`training=True/False`) has to be traced before
+    saving, so that the save knows its signatures; traced outside a save context, the save then
+    traces each one a second time, which is most of the export time of a BERT encoder. Traced
+    in this context, with the options save_atomically passes, the save finds them in the cache.
+    Hand-written because TensorFlow has no public way to enter its save context; where the
+    private module is missing, this context does nothing and the functions are traced twice, as
+    before.
+    """
+    if _save_context is None or _save_context.in_save_context():
+        return contextlib.nullcontext()
+    return _save_context.save_context(SAVE_OPTIONS)
 
 
 def save_atomically(
@@ -45,7 +72,7 @@ def save_atomically(
     if tf.io.gfile.exists(temporary):
         tf.io.gfile.rmtree(temporary)
     try:
-        tf.saved_model.save(module, temporary, signatures=signatures)
+        tf.saved_model.save(module, temporary, signatures=signatures, options=SAVE_OPTIONS)
         for relative_path, text in (extra_files or {}).items():
             write_text_atomically(os.path.join(temporary, relative_path), text)
     except BaseException:

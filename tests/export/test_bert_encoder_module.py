@@ -270,3 +270,49 @@ def test_serving_signatures_need_no_xla(tiny_exports, fast_kernels_export):
         saved_gradient = any("gelu_tanh_gradient" in name for name in compiled)
         assert saved_gradient == (export_type == "fast_kernels"), export_type
         assert not set(compiled) & reached, (export_type, set(compiled) & reached)
+
+
+def test_saving_reuses_the_traces_made_for_it(tmp_path, monkeypatch):
+    """The module's functions are traced once each: call and mlm, with training False and True;
+    tf.saved_model.save finds those traces (made in its save context) instead of tracing again.
+    The preprocessor's four bert_pack_inputs traces are likewise its only ones."""
+    from official_bert.config import BertConfig
+    from official_bert.export.bert_encoder_module import export_bert_encoder
+    from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
+    from official_bert.models import BertEncoder, BertPretrainer
+    from tests.conftest import tiny_encoder_kwargs
+
+    config = BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=64, max_position_embeddings=64,
+    )  # fmt: skip
+    pretrainer = BertPretrainer(BertEncoder(**tiny_encoder_kwargs()))
+    pretrainer.build()
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]))
+    traced = []
+    real_call = BertEncoder.call
+
+    def counted_call(self, *args, **kwargs):
+        traced.append(tf.executing_eagerly())
+        return real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertEncoder, "call", counted_call)
+    export_bert_encoder(
+        pretrainer.encoder, str(tmp_path / "m"), str(vocab), True, config, pretrainer=pretrainer
+    )
+    assert traced == [False] * 4
+
+    from official_bert.data.bert_input_packer import BertInputPacker
+
+    packed = []
+    real_pack_ids = BertInputPacker.pack_ids
+
+    def counted_pack_ids(self, *args, **kwargs):
+        packed.append(tf.executing_eagerly())
+        return real_pack_ids(self, *args, **kwargs)
+
+    monkeypatch.setattr(BertInputPacker, "pack_ids", counted_pack_ids)
+    export_bert_preprocessor(str(tmp_path / "p"), str(vocab), True, 16)
+    # bert_pack_inputs: one or two segments of words or of pieces; the default call: one more.
+    assert packed == [False] * 5

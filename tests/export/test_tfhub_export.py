@@ -115,8 +115,8 @@ def test_a_failing_save_leaves_nothing_under_any_name(tiny_checkpoint_dir, tmp_p
 
     real_save = tf.saved_model.save
 
-    def save_then_fail(module, path, signatures=None):
-        real_save(module, path, signatures=signatures)
+    def save_then_fail(module, path, signatures=None, options=None):
+        real_save(module, path, signatures=signatures, options=options)
         raise OSError("disk full (simulated)")
 
     monkeypatch.setattr(saved_model_writing.tf.saved_model, "save", save_then_fail)
