@@ -272,11 +272,25 @@ def test_serving_signatures_need_no_xla(tiny_exports, fast_kernels_export):
         assert not set(compiled) & reached, (export_type, set(compiled) & reached)
 
 
+def _record_calls(monkeypatch, owner, name) -> list[bool]:
+    """Replaces the method `owner.name` by one that records, per call, whether it ran eagerly
+    (False: a trace); returns that record."""
+    calls, real_method = [], getattr(owner, name)
+
+    def recorded(self, *args, **kwargs):
+        calls.append(tf.executing_eagerly())
+        return real_method(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return calls
+
+
 def test_saving_reuses_the_traces_made_for_it(tmp_path, monkeypatch):
     """The module's functions are traced once each: call and mlm, with training False and True;
     tf.saved_model.save finds those traces (made in its save context) instead of tracing again.
-    The preprocessor's four bert_pack_inputs traces are likewise its only ones."""
+    The preprocessor's bert_pack_inputs traces are likewise its only ones."""
     from official_bert.config import BertConfig
+    from official_bert.data.bert_input_packer import BertInputPacker
     from official_bert.export.bert_encoder_module import export_bert_encoder
     from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
     from official_bert.models import BertEncoder, BertPretrainer
@@ -290,29 +304,14 @@ def test_saving_reuses_the_traces_made_for_it(tmp_path, monkeypatch):
     pretrainer.build()
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("".join(f"{t}\n" for t in ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]))
-    traced = []
-    real_call = BertEncoder.call
 
-    def counted_call(self, *args, **kwargs):
-        traced.append(tf.executing_eagerly())
-        return real_call(self, *args, **kwargs)
-
-    monkeypatch.setattr(BertEncoder, "call", counted_call)
+    traced = _record_calls(monkeypatch, BertEncoder, "call")
     export_bert_encoder(
         pretrainer.encoder, str(tmp_path / "m"), str(vocab), True, config, pretrainer=pretrainer
     )
     assert traced == [False] * 4
 
-    from official_bert.data.bert_input_packer import BertInputPacker
-
-    packed = []
-    real_pack_ids = BertInputPacker.pack_ids
-
-    def counted_pack_ids(self, *args, **kwargs):
-        packed.append(tf.executing_eagerly())
-        return real_pack_ids(self, *args, **kwargs)
-
-    monkeypatch.setattr(BertInputPacker, "pack_ids", counted_pack_ids)
+    packed = _record_calls(monkeypatch, BertInputPacker, "pack_ids")
     export_bert_preprocessor(str(tmp_path / "p"), str(vocab), True, 16)
     # bert_pack_inputs: one or two segments of words or of pieces; the default call: one more.
     assert packed == [False] * 5
