@@ -53,5 +53,5 @@ test: $(VENV)/installed-beam
 	$(VENV_PYTHON) -m ruff check .
 	$(VENV_PYTHON) -m ruff format --check .
 	# Two worker processes, each test file on one of them (module fixtures stay shared): 10 to
-	# 16 minutes on 2 cores, depending on the machine.
+	# 23 minutes on 2 cores, depending on the machine.
 	$(VENV_PYTHON) -m pytest -n 2 --dist loadfile
