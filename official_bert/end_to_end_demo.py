@@ -103,17 +103,22 @@ class DemoStages:
         print(f"== {self.number}/{self.total} done in {seconds:.0f} s: {produced}", flush=True)
 
 
+def run_python(cwd: str, argv: list[str]) -> int:
+    """`python ARGV...` in a new interpreter, in `cwd`, its output going to ours; returns its
+    exit status. One function, so that a caller with an interpreter at hand can put its own in
+    (the test suite runs the stages from one that has imported TensorFlow already)."""
+    return subprocess.run([sys.executable, *argv], cwd=cwd).returncode
+
+
 def run_script(scripts_dir: str, script: str, **flag_values) -> None:
     """Runs a top-level script in a subprocess, printing the command line first."""
     args = [f"--{name}={value}" for name, value in flag_values.items()]
     print("$ python " + " \\\n    ".join([script, *args]), flush=True)
     # The environment as it is: each script hides TensorFlow's start-up lines itself
     # (_quiet_start.py) unless TF_CPP_MIN_LOG_LEVEL is set.
-    completed = subprocess.run(
-        [sys.executable, os.path.join(scripts_dir, script), *args], cwd=scripts_dir
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(f"{script} failed with exit status {completed.returncode} (see above)")
+    returncode = run_python(scripts_dir, [os.path.join(scripts_dir, script), *args])
+    if returncode != 0:
+        raise RuntimeError(f"{script} failed with exit status {returncode} (see above)")
 
 
 def read_key_values(path: str) -> dict[str, str]:

@@ -1,27 +1,44 @@
-"""`make demo` (run_demo.py) end to end in its quick mode: every stage runs and writes its outputs."""
+"""`make demo` (run_demo.py) end to end in its quick mode: every stage runs and writes its outputs.
+
+The demo runs each stage's script in a new interpreter (end_to_end_demo.run_python); here the
+scripts run in forked warm interpreters instead (tests/warm_interpreter.py), which saves each
+stage TensorFlow's import. CI's smoke run (.ci/run) runs `run_demo.py --quick` as users do."""
 
 import json
+import sys
 
+import pytest
+
+from official_bert import end_to_end_demo
+from official_bert.end_to_end_demo import DemoSettings, run_demo
+from official_bert.end_to_end_demo_chinese import run_chinese_demo
 from tests.conftest import REPO_ROOT
 from tests.warm_interpreter import run_script
 
 
-def test_quick_demo_runs_every_stage(tmp_path):
+@pytest.fixture
+def demo_output(monkeypatch, capsys):
+    """Stages' scripts in warm interpreters, their output printed as the demo's; returns a
+    function giving what the demo printed so far."""
+
+    def run_python(cwd, argv):
+        result = run_script(argv, cwd=cwd)
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        return result.returncode
+
+    monkeypatch.setattr(end_to_end_demo, "run_python", run_python)
+    return lambda: capsys.readouterr().out
+
+
+def test_quick_demo_runs_every_stage(tmp_path, demo_output):
     output = tmp_path / "demo"
-    result = run_script(
-        # From the demo's own model: fine-tuning MiniLM (the default when installed) is covered
-        # by tests/tasks/test_classification.py, and is slower.
-        [
-            "run_demo.py",
-            "--quick",
-            "--init_from=pretrained",
-            f"--output_dir={output}",
-        ],
-        cwd=REPO_ROOT,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # From the demo's own model: fine-tuning MiniLM (the default when installed) is covered by
+    # tests/tasks/test_classification.py, and is slower.
+    run_demo(str(output), str(REPO_ROOT), DemoSettings.quick(), init_from="pretrained")
+    stdout = demo_output()
     for stage in range(1, 7):
-        assert f"== {stage}/6 done in " in result.stdout, result.stdout[-3000:]
+        assert f"== {stage}/6 done in " in stdout, stdout[-3000:]
     summary = json.loads((output / "demo_summary.json").read_text())
     assert summary["init_from"] == "pretrained"
     assert summary["pretraining_instances"] > 100
@@ -30,7 +47,7 @@ def test_quick_demo_runs_every_stage(tmp_path):
     assert [p["label"] for p in summary["predictions"]] != []
     assert {p["label"] for p in summary["predictions"]} <= {"positive", "negative"}
     for line in summary["predictions"]:
-        assert line["sentence"] in result.stdout
+        assert line["sentence"] in stdout
     paths = summary["paths"]
     for key in ("vocab", "bert_config", "pretraining_data"):
         assert (output / paths[key].split(str(output) + "/")[1]).exists(), key
@@ -53,21 +70,18 @@ def test_auto_picks_minilm_when_installed(monkeypatch):
         raise AssertionError("init_from='minilm' without the wheel must be refused")
 
 
-def test_quick_chinese_demo_runs_every_stage(tmp_path):
+def test_quick_chinese_demo_runs_every_stage(tmp_path, demo_output):
     """`run_demo.py --lang=zh --quick`: jieba whole-word masking, pre-training, sentiment and NER
     on samples/zh, and the serving model on raw Chinese sentences."""
     from official_bert.end_to_end_demo_chinese import CHINESE_DEMO_SENTENCES
 
     output = tmp_path / "demo_zh"
-    result = run_script(
-        ["run_demo.py", "--lang=zh", "--quick", f"--output_dir={output}"],
-        cwd=REPO_ROOT,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_chinese_demo(str(output), str(REPO_ROOT), DemoSettings.chinese(quick=True))
+    stdout = demo_output()
     for stage in range(1, 7):
-        assert f"== {stage}/6 done in " in result.stdout, result.stdout[-3000:]
-    assert "--word_segmenter=jieba" in result.stdout
-    assert "--task_name=chinese_ner" in result.stdout
+        assert f"== {stage}/6 done in " in stdout, stdout[-3000:]
+    assert "--word_segmenter=jieba" in stdout
+    assert "--task_name=chinese_ner" in stdout
     summary = json.loads((output / "demo_summary.json").read_text(encoding="utf-8"))
     vocab = (REPO_ROOT / "samples" / "zh" / "vocab.txt").read_text(encoding="utf-8")
     assert summary["vocab_size"] == len(vocab.split("\n")) - 1
@@ -85,3 +99,20 @@ def test_quick_chinese_demo_runs_every_stage(tmp_path):
     ]
     assert len((output / "classifier" / "test_results.tsv").read_text().splitlines()) == 60
     assert (output / "classifier" / "serving_model" / "saved_model.pb").exists()
+
+
+def test_a_stage_runs_in_a_new_interpreter_and_its_failure_stops_the_demo(tmp_path, capfd):
+    (tmp_path / "stage.py").write_text(
+        "import sys\nprint('stage argv', sys.argv[1:])\nsys.exit(3)\n", encoding="utf-8"
+    )
+    with pytest.raises(RuntimeError, match=r"stage.py failed with exit status 3"):
+        end_to_end_demo.run_script(str(tmp_path), "stage.py", input_file="a b.txt", do_train=True)
+    out = capfd.readouterr().out
+    assert "$ python stage.py \\\n    --input_file=a b.txt \\\n    --do_train=True" in out
+    assert "stage argv ['--input_file=a b.txt', '--do_train=True']" in out
+
+
+def test_the_chinese_demo_refuses_the_english_model():
+    result = run_script(["run_demo.py", "--lang=zh", "--init_from=minilm", "--quick"])
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "--init_from=minilm is an English model" in result.stderr
