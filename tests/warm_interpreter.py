@@ -83,19 +83,27 @@ def _run_child(request: dict) -> int:
     return status
 
 
-def serve() -> None:
+def serve(preload: str = "library") -> None:
     """The server's loop: one JSON request per line on stdin, one JSON reply per line on the
-    original stdout (kept on a private descriptor, since children write fd 1)."""
+    original stdout (kept on a private descriptor, since children write fd 1).
+
+    preload: "library" (the scripts' start: `_quiet_start` and the library) or "serving"
+    (tensorflow and tensorflow_text only, as a process that loads a serving SavedModel without
+    this package: tests/export/fresh_process.py)."""
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # stray prints of the server go to stderr, never into the reply stream
-    sys.path.insert(0, REPO_ROOT)
-    saved_argv = sys.argv
-    sys.argv = ["warm_interpreter"]  # _quiet_start reads argv for -v flags
-    import _quiet_start  # noqa: F401  (TensorFlow, start-up lines hidden)
-    import official_bert.kernels  # noqa: F401
-    import official_bert.tasks.registry  # noqa: F401
+    if preload == "serving":
+        import tensorflow  # noqa: F401
+        import tensorflow_text  # noqa: F401
+    else:
+        sys.path.insert(0, REPO_ROOT)
+        saved_argv = sys.argv
+        sys.argv = ["warm_interpreter"]  # _quiet_start reads argv for -v flags
+        import _quiet_start  # noqa: F401  (TensorFlow, start-up lines hidden)
+        import official_bert.kernels  # noqa: F401
+        import official_bert.tasks.registry  # noqa: F401
 
-    sys.argv = saved_argv
+        sys.argv = saved_argv
     replies.write(json.dumps({"ready": True}) + "\n")
     replies.flush()
     for line in sys.stdin:
@@ -127,12 +135,17 @@ def serve() -> None:
 class WarmInterpreter:
     """The client: starts the server on first use and keeps it for the test worker's life."""
 
-    def __init__(self):
+    def __init__(self, preload: str = "library"):
+        self.preload = preload
         self._server = None
 
     def _start(self):
         self._server = subprocess.Popen(
-            [sys.executable, "-c", "from tests.warm_interpreter import serve; serve()"],
+            [
+                sys.executable,
+                "-c",
+                f"from tests.warm_interpreter import serve; serve({self.preload!r})",
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -186,15 +199,19 @@ class WarmInterpreter:
             self._server.wait(timeout=60)
 
 
-_INTERPRETER = WarmInterpreter()
-atexit.register(_INTERPRETER.close)
+_INTERPRETERS = {preload: WarmInterpreter(preload) for preload in ("library", "serving")}
+for _interpreter in _INTERPRETERS.values():
+    atexit.register(_interpreter.close)
 
 
-def run_script(argv, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess:
+def run_script(
+    argv, env=None, cwd=None, timeout=None, preload="library"
+) -> subprocess.CompletedProcess:
     """`python argv[0] argv[1:]` (a path relative to cwd, default the repository; or `-c CODE`,
     `-m MODULE`) in a forked warm interpreter; see the module docstring. At `timeout` seconds the
     run is killed and subprocess.TimeoutExpired raised. Where os.fork does not exist (Windows),
-    a new interpreter runs it."""
+    a new interpreter runs it. preload: what that interpreter imported, "library" or "serving"
+    (see serve)."""
     if not hasattr(os, "fork"):
         return subprocess.run(
             [sys.executable, *map(str, argv)],
@@ -204,4 +221,4 @@ def run_script(argv, env=None, cwd=None, timeout=None) -> subprocess.CompletedPr
             capture_output=True,
             text=True,
         )
-    return _INTERPRETER.run(argv, env=env, cwd=cwd, timeout=timeout)
+    return _INTERPRETERS[preload].run(argv, env=env, cwd=cwd, timeout=timeout)

@@ -1,10 +1,15 @@
 """Calls a serving SavedModel from a fresh Python process that imports only tensorflow and
-tensorflow_text, as TF Serving (which links tensorflow_text's ops) would load it."""
+tensorflow_text, as TF Serving (which links tensorflow_text's ops) would load it: a fork of a
+warm interpreter that imported just those two (tests/warm_interpreter.py, preload "serving"),
+or a new interpreter where the call sets environment variables (TensorFlow reads some, such as
+TF_ENABLE_ONEDNN_OPTS, only as it starts)."""
 
 import json
 import os
 import subprocess
 import sys
+
+from tests.warm_interpreter import run_script
 
 _SERVE = r"""
 import json, sys
@@ -24,7 +29,7 @@ for export_dir in sys.argv[2:]:
 
 
 def serve_in_fresh_process(export_dir, inputs: dict[str, list[str]]) -> dict:
-    """`serving_default(**inputs)` of the SavedModel at export_dir, run in a new interpreter;
+    """`serving_default(**inputs)` of the SavedModel at export_dir, run in a fresh process;
     returns {output name: nested lists} (strings decoded from UTF-8; a rank-1 string output is
     a list, rank 2 a list of lists)."""
     return serve_each_in_one_fresh_process([export_dir], inputs)[0]
@@ -33,17 +38,21 @@ def serve_in_fresh_process(export_dir, inputs: dict[str, list[str]]) -> dict:
 def serve_each_in_one_fresh_process(
     export_dirs, inputs: dict[str, list[str]], environment: dict[str, str] | None = None
 ) -> list[dict]:
-    """serve_in_fresh_process for several SavedModels, loaded one after another by one new
-    interpreter (which pays TensorFlow's start-up once); a list in export_dirs' order.
+    """serve_in_fresh_process for several SavedModels, loaded one after another by one fresh
+    process; a list in export_dirs' order.
     environment: variables set for that interpreter on top of this one's."""
-    result = subprocess.run(
-        [sys.executable, "-c", _SERVE, json.dumps(inputs), *map(str, export_dirs)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd="/",
-        env={**os.environ, **(environment or {})},
-    )
+    argv = ["-c", _SERVE, json.dumps(inputs), *map(str, export_dirs)]
+    if environment:
+        result = subprocess.run(
+            [sys.executable, *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd="/",
+            env={**os.environ, **environment},
+        )
+    else:
+        result = run_script(argv, cwd="/", timeout=300, preload="serving")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.strip().splitlines()[-len(export_dirs) :]
     return [json.loads(line) for line in lines]
