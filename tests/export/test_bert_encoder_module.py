@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tests.conftest import random_inputs
+from tests.warm_interpreter import run_script
 
 # TensorFlow's console script, installed beside the interpreter (a virtual environment's bin/ is
 # not necessarily on PATH when its python runs the tests).
@@ -138,9 +139,11 @@ def test_saved_model_cli_shows_and_runs_serving_default(tiny_exports, tmp_path):
     }
     for name, value in inputs.items():
         np.save(tmp_path / f"{name}.npy", value)
-    ran = subprocess.run(
+    # The same tool in a warm interpreter (`show` above ran its installed command).
+    ran = run_script(
         [
-            SAVED_MODEL_CLI,
+            "-m",
+            "tensorflow.python.tools.saved_model_cli",
             "run",
             "--dir",
             path,
@@ -153,8 +156,7 @@ def test_saved_model_cli_shows_and_runs_serving_default(tiny_exports, tmp_path):
             "--inputs",
             ";".join(f"{name}={tmp_path / name}.npy" for name in inputs),
         ],
-        capture_output=True,
-        text=True,
+        preload="serving",
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
     pooled = np.load(tmp_path / "cli" / "pooled_output.npy")

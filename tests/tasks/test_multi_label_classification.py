@@ -4,8 +4,6 @@ export) whose serving model gives the label sets of the in-Python predict path."
 
 import json
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -295,12 +293,12 @@ def test_serving_model_gives_the_label_sets_of_the_python_predict_path(multi_lab
         line.split("\t")[0]
         for line in (data_dir / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]
     ]
-    served = subprocess.run(
-        [sys.executable, "-c", _SERVE, str(output_dir / "serving_model"), json.dumps(texts)],
-        capture_output=True,
-        text=True,
+    # A process that imported only tensorflow and tensorflow_text (tests/export/fresh_process.py).
+    served = run_script(
+        ["-c", _SERVE, str(output_dir / "serving_model"), json.dumps(texts)],
         timeout=300,
         cwd="/",
+        preload="serving",
     )
     assert served.returncode == 0, served.stderr[-3000:]
     out = json.loads(served.stdout.strip().splitlines()[-1])
