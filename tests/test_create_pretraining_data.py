@@ -3,7 +3,6 @@
 import gc
 import gzip
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from official_bert.data.pretraining.data_writer import (
 from official_bert.data.pretraining.features import pretraining_feature_spec
 from official_bert.tokenization import load_vocab
 from tests.conftest import REPO_ROOT, SHARED
-from tests.warm_interpreter import run_script
+from tests.warm_interpreter import run_script, start_script
 
 CORPUS = REPO_ROOT / "samples" / "pretraining_corpus.txt"
 
@@ -438,18 +437,14 @@ def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp
         "--dupe_factor=60",
         "--num_workers=1",
     ]
-    process = subprocess.Popen(
-        [sys.executable, str(REPO_ROOT / "create_pretraining_data.py"), *flags],
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = start_script([str(REPO_ROOT / "create_pretraining_data.py"), *flags], cwd=REPO_ROOT)
     deadline = time.time() + 120
     # Killed as soon as the temporary output exists (it is opened before the first chunk).
     while not list(tmp_path.glob(".o.tfrecord.tmp-*")) and time.time() < deadline:
         time.sleep(0.01)
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    process.kill()
+    assert process.wait() == -signal.SIGKILL, process.result().stderr[-2000:]
+    process.result()
     names = [p.name for p in tmp_path.iterdir()]
     assert "o.tfrecord" not in names and ".o.tfrecord.summary.json" not in names
     assert any(name.startswith(".o.tfrecord.tmp-") for name in names)

@@ -28,6 +28,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -159,7 +160,8 @@ class WarmInterpreter:
     def _reply(self, deadline):
         """The server's next reply line; None once `deadline` (time.monotonic()) passes."""
         if deadline is not None:
-            ready, _, _ = select.select([self._server.stdout], [], [], deadline - time.monotonic())
+            wait = max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self._server.stdout], [], [], wait)
             if not ready:
                 return None
         line = self._server.stdout.readline()
@@ -167,36 +169,73 @@ class WarmInterpreter:
             raise RuntimeError("the warm interpreter died")
         return json.loads(line)
 
-    def run(self, argv, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess:
+    def start(self, argv, env=None, cwd=None) -> "WarmChild":
+        """Starts `python argv...` in a forked child and returns at once (one child at a time:
+        the server waits for it before it takes the next request)."""
         if self._server is None or self._server.poll() is not None:
             self._start()
-        with tempfile.TemporaryDirectory(prefix="warm_run_") as folder:
-            request = {
-                "argv": [str(a) for a in argv],
-                "env": dict(os.environ if env is None else env),
-                "cwd": str(cwd or REPO_ROOT),
-                "stdout": os.path.join(folder, "stdout"),
-                "stderr": os.path.join(folder, "stderr"),
-            }
-            self._server.stdin.write(json.dumps(request) + "\n")
-            self._server.stdin.flush()
-            deadline = None if timeout is None else time.monotonic() + timeout
-            child = self._reply(None)["pid"]
-            reply = self._reply(deadline)
-            if reply is None:  # as subprocess.run does at its timeout: the child is killed
-                os.kill(child, signal.SIGKILL)
-                self._reply(None)
-                raise subprocess.TimeoutExpired(argv, timeout)
-            outputs = []
-            for name in ("stdout", "stderr"):
-                with open(request[name], encoding="utf-8", errors="replace") as stream:
-                    outputs.append(stream.read())
-        return subprocess.CompletedProcess(argv, reply["returncode"], outputs[0], outputs[1])
+        folder = tempfile.mkdtemp(prefix="warm_run_")
+        request = {
+            "argv": [str(a) for a in argv],
+            "env": dict(os.environ if env is None else env),
+            "cwd": str(cwd or REPO_ROOT),
+            "stdout": os.path.join(folder, "stdout"),
+            "stderr": os.path.join(folder, "stderr"),
+        }
+        self._server.stdin.write(json.dumps(request) + "\n")
+        self._server.stdin.flush()
+        return WarmChild(self, argv, request, folder, self._reply(None)["pid"])
+
+    def run(self, argv, env=None, cwd=None, timeout=None) -> subprocess.CompletedProcess:
+        child = self.start(argv, env=env, cwd=cwd)
+        if child.wait(timeout) is None:  # as subprocess.run does at its timeout
+            child.kill()
+            child.wait()
+            child.result()
+            raise subprocess.TimeoutExpired(argv, timeout)
+        return child.result()
 
     def close(self):
         if self._server is not None and self._server.poll() is None:
             self._server.stdin.close()
             self._server.wait(timeout=60)
+
+
+class WarmChild:
+    """A script running in a forked warm interpreter (WarmInterpreter.start), as a
+    subprocess.Popen: pid, poll(), wait(), kill(); result() reads its output once it ended."""
+
+    def __init__(self, interpreter, argv, request, folder, pid):
+        self._interpreter = interpreter
+        self.args = argv
+        self._request = request
+        self._folder = folder
+        self.pid = pid
+        self.returncode = None
+
+    def wait(self, timeout=None):
+        """The exit status; None if the child still runs after `timeout` seconds."""
+        if self.returncode is None:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            reply = self._interpreter._reply(deadline)
+            if reply is not None:
+                self.returncode = reply["returncode"]
+        return self.returncode
+
+    def poll(self):
+        return self.wait(0)
+
+    def kill(self):
+        if self.returncode is None:
+            os.kill(self.pid, signal.SIGKILL)
+
+    def result(self) -> subprocess.CompletedProcess:
+        outputs = []
+        for name in ("stdout", "stderr"):
+            with open(self._request[name], encoding="utf-8", errors="replace") as stream:
+                outputs.append(stream.read())
+        shutil.rmtree(self._folder, ignore_errors=True)
+        return subprocess.CompletedProcess(self.args, self.returncode, outputs[0], outputs[1])
 
 
 _INTERPRETERS = {preload: WarmInterpreter(preload) for preload in ("library", "serving")}
@@ -222,3 +261,9 @@ def run_script(
             text=True,
         )
     return _INTERPRETERS[preload].run(argv, env=env, cwd=cwd, timeout=timeout)
+
+
+def start_script(argv, env=None, cwd=None) -> WarmChild:
+    """run_script's command started in the library's warm interpreter without waiting for it
+    (a run to kill): a WarmChild. The interpreter runs nothing else until the child ends."""
+    return _INTERPRETERS["library"].start(argv, env=env, cwd=cwd)

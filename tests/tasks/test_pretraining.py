@@ -2,7 +2,6 @@
 
 import re
 import signal
-import subprocess
 import sys
 import time
 
@@ -21,7 +20,7 @@ from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
 from official_bert.tasks.pretraining_objective import masked_lm_loss, pretraining_loss
 from tests.conftest import REPO_ROOT, SHARED
-from tests.warm_interpreter import run_script
+from tests.warm_interpreter import run_script, start_script
 
 TINY = dict(
     vocab_size=30522,
@@ -214,18 +213,18 @@ def _checkpoint_values(prefix) -> dict:
 
 
 def kill_after_checkpoint(command, output_dir, checkpoint: str, last: str) -> str:
-    """Starts `command`, SIGKILLs it once output_dir holds `checkpoint` (before `last`, the
-    run's final one); returns the latest checkpoint it left."""
-    process = subprocess.Popen(
-        command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    """Starts `command` (python and its arguments; in a forked warm interpreter), SIGKILLs it
+    once output_dir holds `checkpoint` (before `last`, the run's final one); returns the latest
+    checkpoint it left."""
+    process = start_script(command[1:], cwd=REPO_ROOT)
     deadline = time.time() + 240
     while not (output_dir / f"{checkpoint}.index").exists() and time.time() < deadline:
         assert process.poll() is None, f"the run ended before {checkpoint}"
         time.sleep(0.02)
     assert process.poll() is None, "the run finished before it could be killed"
-    process.send_signal(signal.SIGKILL)
-    process.wait()
+    process.kill()
+    assert process.wait() == -signal.SIGKILL
+    process.result()
     killed_at = tf.train.latest_checkpoint(str(output_dir))
     assert killed_at is not None and not killed_at.endswith(last), killed_at
     return killed_at
@@ -246,7 +245,7 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
             config,
             "--do_train",
             "--learning_rate=1e-3",
-            "--num_train_steps=60",
+            "--num_train_steps=30",
             "--num_warmup_steps=5",
             "--save_checkpoints_steps=5",
             "--iterations_per_loop=5",
@@ -263,13 +262,13 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
     run(tmp_path / "uninterrupted")
 
     killed_dir = tmp_path / "killed"
-    killed_at = kill_after_checkpoint(command(killed_dir), killed_dir, "ckpt-10", "ckpt-60")
+    killed_at = kill_after_checkpoint(command(killed_dir), killed_dir, "ckpt-10", "ckpt-30")
 
     log = run(killed_dir)
     resumed_step = int(killed_at.rsplit("-", 1)[1])
     assert f"at step {resumed_step}" in log
-    final = _checkpoint_values(str(killed_dir / "ckpt-60"))
-    expected = _checkpoint_values(str(tmp_path / "uninterrupted" / "ckpt-60"))
+    final = _checkpoint_values(str(killed_dir / "ckpt-30"))
+    expected = _checkpoint_values(str(tmp_path / "uninterrupted" / "ckpt-30"))
     assert final.keys() == expected.keys()
     assert any("optimizer" in name for name in final)  # moments and step compared too
     for name, value in expected.items():
