@@ -13,6 +13,7 @@ from official_bert.kernels.host_allocator import (
     physical_memory_mb,
     prefer_bfc_cpu_allocator,
 )
+from tests.warm_interpreter import run_script
 
 # Whether the default allocator page-faults on large buffers depends on the host's C library, so
 # that comparison is a bench (bench/cpu_allocator_page_faults.py), not a test.
@@ -27,11 +28,17 @@ print(os.environ.get("TF_CPU_ALLOCATOR_USE_BFC"))
 
 
 def _choice_after(step, **environment):
+    """The variable after `step` in a process whose environment has `environment`: a new
+    interpreter for "import" (the import is the step), else a fork of the warm one (which
+    imported the library, called nothing, and takes `environment` before the step)."""
     env = {k: v for k, v in os.environ.items() if k != USE_BFC_VARIABLE}
     env.update(environment, TF_CPP_MIN_LOG_LEVEL="2")
-    result = subprocess.run(
-        [sys.executable, "-c", _CHOICE_AFTER, step], env=env, capture_output=True, text=True
-    )
+    if step == "import":
+        result = subprocess.run(
+            [sys.executable, "-c", _CHOICE_AFTER, step], env=env, capture_output=True, text=True
+        )
+    else:
+        result = run_script(["-c", _CHOICE_AFTER, step], env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout.strip().splitlines()[-1]
 
