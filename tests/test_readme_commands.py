@@ -2,6 +2,9 @@
 stand-ins for its inputs: under `pytest -m slow` all of them; in the default run every command
 of the scripts that do not train and the first of each training script, while the other
 training commands have their flags parsed and their options built (commands_run_by_default).
+A command reading a /tmp/ path that another command writes runs that one first where it has
+not run in this session (producers_of), so that `-m slow`, `-k` and workers that split the file
+see every command's inputs.
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
@@ -432,6 +435,41 @@ def test_the_default_run_runs_each_script():
     }
 
 
+def producers_of(command: str, commands: list[str]) -> list[str]:
+    """The commands before `command` in `commands` (run order) that write a /tmp/ path it
+    reads, and their own producers, in run order."""
+    needed = []
+    for producer in commands[: commands.index(command)]:
+        if _waits_for(command, [producer]):
+            needed += [c for c in [*producers_of(producer, commands), producer] if c not in needed]
+    return sorted(needed, key=commands.index)
+
+
+def test_a_command_needs_the_producers_of_what_it_reads_and_theirs():
+    commands = [
+        "python a.py --output_dir=/tmp/a",
+        "python b.py --output_dir=/tmp/b",
+        "python c.py --init_checkpoint=/tmp/a/ckpt --output_dir=/tmp/c",
+        "python d.py --export_dir=/tmp/c/serving",
+    ]
+    assert producers_of(commands[3], commands) == [commands[0], commands[2]]
+    assert producers_of(commands[1], commands) == []
+
+
+# The commands run to the end in this session, per readme_env folder: a command whose producers
+# did not run here (left out by `-m slow`, `-k` or another worker) runs them first.
+_COMMANDS_RUN: dict[str, set[str]] = {}
+
+
+def _run_documented_command(command: str, env: dict, tmp) -> list[str]:
+    """Runs the command (asserting its exit status 0); returns its arguments as run."""
+    args = _script_args(command, env, tmp)
+    result = run_script(args, env=env, cwd=REPO_ROOT)
+    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+    _COMMANDS_RUN.setdefault(str(tmp), set()).add(command)
+    return args
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -442,9 +480,10 @@ def test_the_default_run_runs_each_script():
 )
 def test_documented_command_runs(command, readme_env):
     env, tmp = readme_env
-    args = _script_args(command, env, tmp)
-    result = run_script(args, env=env, cwd=REPO_ROOT)
-    assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
+    for producer in producers_of(command, SCRIPT_COMMANDS):
+        if producer not in _COMMANDS_RUN.get(str(tmp), set()):
+            _run_documented_command(producer, env, tmp)
+    args = _run_documented_command(command, env, tmp)
     for flag in OUTPUT_FLAGS:
         for arg in args:
             if arg.startswith(flag + "="):
