@@ -19,6 +19,9 @@ PYTHON=${PYTHON:-.venv/bin/python}
 SHARED=${SHARED:-../shared}
 OUT=${1:-/tmp/speed_targets}
 mkdir -p "$OUT"
+# The benches append to their JSON lines, and the floor script reads the train step's: a rerun
+# into the same folder starts from none.
+rm -f "$OUT"/*.jsonl
 
 stamp() { echo "== $(date -u +%FT%TZ) $*"; }
 gemm() {
