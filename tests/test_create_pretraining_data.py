@@ -4,6 +4,7 @@ import gc
 import gzip
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -163,17 +164,30 @@ from official_bert.data.pretraining.data_writer import PretrainingDataSettings
 from official_bert.data.pretraining.data_writer import write_pretraining_examples
 settings = PretrainingDataSettings(vocab_file=sys.argv[1], dupe_factor=2, chunk_bytes=300)
 summary = write_pretraining_examples(
-    [sys.argv[2]], sys.argv[3:], settings, num_workers=2, wait_for_helpers=True
+    [sys.argv[2]], sys.argv[3:], settings, num_workers=2, wait_for_helpers=True,
+    gzip_compress=True,
 )
 print(json.dumps(summary))
 """
 
 
-def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_path):
+def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_path, monkeypatch):
     # The script test above may finish before its helper is up (chunks then stay in the main
     # process); here the main process waits for the helper, so the helper surely takes chunks.
     # Helpers are spawned from this process (it has run TensorFlow ops) and forked from a
-    # fresh one (no op before the helpers start, as in the script).
+    # fresh one (no op before the helpers start, as in the script). The spawned run's chunks
+    # come back as segment files (record_segments), removed once appended; the forked run
+    # writes gzip outputs, whose records come back through the pool's pipe.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    segment_directories = []
+    new_directory = pretraining_data_writer.new_segment_directory
+    monkeypatch.setattr(
+        pretraining_data_writer,
+        "new_segment_directory",
+        lambda: segment_directories.append(new_directory()) or segment_directories[-1],
+    )
     settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
     outputs, summaries = {}, {}
     for run in ("one", "spawned", "forked"):
@@ -192,6 +206,7 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
             )
             assert result.returncode == 0, result.stderr[-2000:]
             summaries[run] = json.loads(result.stdout.splitlines()[-1])
+            outputs[run] = [gzip.decompress(Path(path).read_bytes()) for path in paths]
         else:
             summaries[run] = write_pretraining_examples(
                 [str(CORPUS)],
@@ -200,7 +215,7 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
                 num_workers=1 if run == "one" else 2,
                 wait_for_helpers=True,
             )
-        outputs[run] = [Path(path).read_bytes() for path in paths]
+            outputs[run] = [Path(path).read_bytes() for path in paths]
     assert summaries["one"]["helper_start_method"] is None
     assert summaries["spawned"]["helper_start_method"] == "spawn"
     assert summaries["forked"]["helper_start_method"] == (
@@ -211,6 +226,10 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
         assert summaries[run]["chunks_processed_in_helpers"] > 0
         assert outputs[run] == outputs["one"], run
     assert all(len(shard) > 0 for shard in outputs["one"])
+    # The spawned run made its segment directory in the temporary directory and removed it.
+    assert len(segment_directories) == 1
+    assert Path(segment_directories[0]).parent == scratch
+    assert list(scratch.iterdir()) == []
 
 
 def test_several_outputs_take_the_records_round_robin_across_chunks(vocab_file, tmp_path):

@@ -3,10 +3,12 @@
 The corpus is read in chunks of documents; each chunk is tokenized, its instances built for every
 dupe pass, masked and serialized, by helper processes or by the main process (which takes the
 chunks the helpers leave); the main process writes the records in chunk order, round-robin over
-the output files. Memory is bounded by the chunk size times the chunks in flight, not by the
-corpus. Every chunk draws from its own random stream seeded by (random_seed, chunk index), so
-the output depends on the inputs, flags and chunking only: the same files come out for any
-number of workers.
+the output files (with helpers and uncompressed outputs, each chunk comes framed as TFRecord
+segment files by the process that made it, which the main process appends: record_segments;
+the segments live in the system's temporary directory until appended). Memory is bounded by
+the chunk size times the chunks in flight, not by the corpus. Every chunk draws from its own
+random stream seeded by (random_seed, chunk index), so the output depends on the inputs, flags
+and chunking only: the same files come out for any number of workers.
 
 Differences from the original, by design: documents are shuffled, random "next" segments drawn
 and instances shuffled within a chunk (the original does all three over the whole corpus, which
@@ -23,6 +25,7 @@ import os
 import random
 import sys
 import time
+from typing import NamedTuple
 
 try:
     import fcntl
@@ -60,6 +63,13 @@ from official_bert.data.pretraining.masked_lm_sampling import (
     MaskingOptions,
     check_replacement_shares,
     sample_masked_lm,
+)
+from official_bert.data.pretraining.record_segments import (
+    SegmentedOutput,
+    append_segments,
+    new_segment_directory,
+    remove_segment_directory,
+    write_segments,
 )
 from official_bert.data.pretraining.word_segmentation import (
     WORD_SEGMENTERS,
@@ -376,8 +386,28 @@ def _init_worker(settings: PretrainingDataSettings) -> None:
     gc.freeze()  # as write_pretraining_examples (a spawned helper has imported TensorFlow too)
 
 
-def _process_in_worker(chunk):
-    return _WORKER(chunk)
+class FramedChunk(NamedTuple):
+    """A chunk's records as segment files (record_segments), how many records they hold, and the
+    chunk's statistics: what a chunk comes back as where the outputs take segments."""
+
+    segment_paths: list[str]
+    num_records: int
+    stats: dict
+
+
+def _frame(result: tuple[list[bytes], dict], chunk_index, segments) -> tuple | FramedChunk:
+    """`result` (records, stats) as it is, or framed as segments where `segments` is
+    (directory, number of outputs)."""
+    if segments is None:
+        return result
+    directory, num_outputs = segments
+    records, stats = result
+    paths = write_segments(records, directory, chunk_index, num_outputs)
+    return FramedChunk(paths, len(records), stats)
+
+
+def _process_in_worker(chunk, segments=None):
+    return _frame(_WORKER(chunk), chunk.index, segments)
 
 
 def _worker_ready() -> bool:
@@ -389,7 +419,7 @@ def _is_ready(pending) -> bool:
 
 
 def _result(pending):
-    """The (records, stats) of a chunk processed here or in a helper process."""
+    """The (records, stats) or FramedChunk of a chunk processed here or in a helper process."""
     return pending if isinstance(pending, tuple) else pending.get()
 
 
@@ -456,10 +486,12 @@ def _write_chunks_in_parallel(
     consume,
     wait_for_helpers=False,
     start_method="spawn",
+    segments=None,
 ) -> int:
     """Processes `chunks` in this process and num_workers - 1 helper processes; calls
-    `consume(records, stats)` for every chunk in chunk order. Returns how many chunks the
-    helpers processed.
+    `consume(result)` for every chunk in chunk order, `result` the chunk's (records, stats) or,
+    where `segments` is (a segment directory, the number of outputs), its FramedChunk. Returns
+    how many chunks the helpers processed.
 
     Chunks go to the helpers while fewer than two per helper are unfinished; the others are
     processed here, between writes of finished chunks. So this process, which also writes every
@@ -488,14 +520,14 @@ def _write_chunks_in_parallel(
         for chunk in chunks:
             helper_tasks = sum(not isinstance(p, tuple) and not p.ready() for p in pending)
             if helpers_up.ready() and helper_tasks < 2 * num_helpers:
-                pending.append(pool.apply_async(_process_in_worker, (chunk,)))
+                pending.append(pool.apply_async(_process_in_worker, (chunk, segments)))
                 helper_chunks += 1
             else:
-                pending.append(processor(chunk))
+                pending.append(_frame(processor(chunk), chunk.index, segments))
             while pending and (len(pending) >= in_flight or _is_ready(pending[0])):
-                consume(*_result(pending.popleft()))
+                consume(_result(pending.popleft()))
         while pending:
-            consume(*_result(pending.popleft()))
+            consume(_result(pending.popleft()))
     return helper_chunks
 
 
@@ -618,20 +650,33 @@ def write_pretraining_examples(
         for leftover in tf.io.gfile.glob(temporary_glob(path)):
             tf.io.gfile.remove(leftover)
     remove_if_exists(_summary_path(output_files))
-    writers = [tf.io.TFRecordWriter(path, options) for path in temporary]
+    # With helper processes and uncompressed outputs, chunks come back framed as segments
+    # (record_segments) that are appended to the outputs as plain files. A gzip stream is not a
+    # concatenation of its records' frames: compressed outputs take the records one by one.
+    framed = num_workers > 1 and not gzip_compress
+    if framed:
+        writers = [SegmentedOutput(path) for path in temporary]
+    else:
+        writers = [tf.io.TFRecordWriter(path, options) for path in temporary]
     totals = collections.Counter()
     written = 0
     start = last_log = time.time()
 
-    def consume(records, stats):
+    def consume(result):
         nonlocal written, last_log
-        # Record `written + j` goes to writer (written + j) % len(writers): per writer, one
-        # strided slice and a bound method (no per-record index arithmetic in Python).
-        for index, writer in enumerate(writers):
-            write = writer.write
-            for record in records[(index - written) % len(writers) :: len(writers)]:
-                write(record)
-        written += len(records)
+        if isinstance(result, FramedChunk):
+            append_segments(result.segment_paths, writers, written)
+            count, stats = result.num_records, result.stats
+        else:
+            records, stats = result
+            # Record `written + j` goes to writer (written + j) % len(writers): per writer, one
+            # strided slice and a bound method (no per-record index arithmetic in Python).
+            for index, writer in enumerate(writers):
+                write = writer.write
+                for record in records[(index - written) % len(writers) :: len(writers)]:
+                    write(record)
+            count = len(records)
+        written += count
         totals.update(stats)
         totals["chunks"] += 1
         now = time.time()
@@ -658,13 +703,16 @@ def write_pretraining_examples(
     freeze_here = gc.get_freeze_count() == 0
     if freeze_here:
         gc.freeze()
+    segments = None
     try:
+        if framed:
+            segments = (new_segment_directory(), len(output_files))
         helper_chunks = 0
         start_method = helper_start_method() if num_workers > 1 else None
         if num_workers <= 1:
             processor = ChunkProcessor(settings)
             for chunk in chunks:
-                consume(*processor(chunk))
+                consume(processor(chunk))
         else:
             helper_chunks = _write_chunks_in_parallel(
                 chunks,
@@ -674,6 +722,7 @@ def write_pretraining_examples(
                 consume,
                 wait_for_helpers,
                 start_method,
+                segments,
             )
         for writer in writers:
             writer.close()
@@ -687,6 +736,8 @@ def write_pretraining_examples(
         for path, final in zip(temporary, output_files, strict=True):
             tf.io.gfile.rename(path, final, overwrite=True)
     finally:
+        if segments is not None:
+            remove_segment_directory(segments[0])
         if freeze_here:
             gc.unfreeze()
         for writer in writers:

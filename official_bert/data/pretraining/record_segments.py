@@ -1,0 +1,105 @@
+"""Record segments: a work unit's serialized records, framed as TFRecord files by the process
+that made them, for the process that writes the outputs to append whole.
+
+create_pretraining_data's helper processes make most of the records (~10 MB a chunk). Sent back
+through the pool's pipe as Python bytes objects, they cost the writing process a pickle round
+trip, the pipe's reads (on the pool's result thread, which competes for the GIL with the main
+thread's own chunks) and one `TFRecordWriter.write` call per record; framed where they are made,
+they cost it one file read and one write per output. TensorFlow offers no bulk or bytes-level
+TFRecord framing to Python (its CRC32C is not exposed), so the frames come from a
+`TFRecordWriter` writing a local file, and the writer copies the files' bytes.
+
+The outputs take the records round-robin in stream order: record `written + k` of the stream
+goes to output `(written + k) % n`. A work unit does not know `written` (the records of the
+units before it), but its records `k` of one residue `k % n` all go to one output, in order: so
+a unit is framed as up to `n` segments, segment `r` holding its records `r, r + n, ...`, and
+the writer appends segment `r` to output `(written + r) % n`. An uncompressed TFRecord file is
+the concatenation of its records' frames, so the outputs come out byte for byte as if each
+record had been written on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+
+
+def new_segment_directory() -> str:
+    """A fresh local directory for segments (the system's temporary directory: the outputs may
+    be on a remote filesystem, the segments never leave this machine); the caller removes it
+    with remove_segment_directory."""
+    return tempfile.mkdtemp(prefix="pretraining-segments-")
+
+
+def remove_segment_directory(directory: str) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def write_segments(records: list[bytes], directory: str, unit: int, num_outputs: int) -> list[str]:
+    """Frames `records` as TFRecord files in `directory`: file r holds records[r::num_outputs]
+    (only as many files as there are records, at most num_outputs). Returns their paths, in
+    order of r. `unit` (the chunk index) names the files apart from other units'."""
+    paths = []
+    for residue in range(min(num_outputs, len(records))):
+        path = os.path.join(directory, f"{unit:09d}-{residue}.tfrecord")
+        with tf.io.TFRecordWriter(path) as writer:
+            write = writer.write
+            for record in records[residue::num_outputs]:
+                write(record)
+        paths.append(path)
+    return paths
+
+
+class SegmentedOutput:
+    """An uncompressed TFRecord output that takes whole segments.
+
+    A local output takes each segment's bytes by `os.copy_file_range`, within the kernel: read
+    into Python and written through `GFile`, the ~10 MB of a chunk are copied three times (into
+    a bytes object, into the C++ string GFile's binding makes, into the page cache), and that
+    took the writing process as long as writing the records one by one. Another filesystem
+    (`gs://...`), or a platform or kernel without the call, takes the bytes through Python.
+    """
+
+    def __init__(self, path: str):
+        self._local = "://" not in path and hasattr(os, "copy_file_range")
+        self._file = open(path, "wb", buffering=0) if self._local else tf.io.gfile.GFile(path, "wb")
+
+    def append(self, segment_path: str) -> None:
+        with open(segment_path, "rb") as segment:
+            if self._local and self._copy_in_kernel(segment.fileno()):
+                return
+            self._file.write(segment.read())
+
+    def _copy_in_kernel(self, source: int) -> bool:
+        """Copies the rest of file `source` to the output; False where the kernel refused at
+        the start (the caller copies then), so that no byte is copied twice."""
+        remaining = os.fstat(source).st_size - os.lseek(source, 0, os.SEEK_CUR)
+        first = True
+        while remaining > 0:
+            try:
+                copied = os.copy_file_range(source, self._file.fileno(), remaining)
+            except OSError:  # e.g. EXDEV across filesystems on kernels before 5.3, ENOSYS
+                if not first:
+                    raise
+                self._local = False
+                return False
+            if copied == 0:
+                raise OSError(f"the segment ended {remaining} bytes early while being appended")
+            remaining -= copied
+            first = False
+        return True
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def append_segments(paths: list[str], outputs: list[SegmentedOutput], written: int) -> None:
+    """Appends segment r of `paths` (write_segments' list of one work unit) to
+    outputs[(written + r) % len(outputs)] and removes it; `written`: the records of the stream
+    before this unit."""
+    for residue, path in enumerate(paths):
+        outputs[(written + residue) % len(outputs)].append(path)
+        os.remove(path)
