@@ -23,15 +23,68 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 
 import tensorflow as tf
 
+_DIRECTORY_PREFIX = "pretraining-segments-"
+
 
 def new_segment_directory() -> str:
-    """A fresh local directory for segments (the system's temporary directory: the outputs may
-    be on a remote filesystem, the segments never leave this machine); the caller removes it
-    with remove_segment_directory."""
-    return tempfile.mkdtemp(prefix="pretraining-segments-")
+    """A fresh local directory for segments, in the system's temporary directory (the outputs
+    may be on a remote filesystem; the segments never leave this machine), named after this
+    process; the caller removes it with remove_segment_directory.
+
+    A killed run cannot remove its directory: the directories of processes that no longer run
+    are removed here first, so that kills do not pile up segments in the temporary directory.
+    """
+    remove_directories_of_ended_processes()
+    return tempfile.mkdtemp(prefix=f"{_DIRECTORY_PREFIX}{os.getpid()}-")
+
+
+# A segment directory of a live run changes every chunk (segments come and go many times a
+# second); one unchanged this long whose process is gone here belongs to a killed run, also
+# where another pid namespace (a container) shares the temporary directory.
+_STALE_AFTER_SECONDS = 3600.0
+
+
+def remove_directories_of_ended_processes(parent: str | None = None) -> list[str]:
+    """Removes the segment directories in `parent` (default: the temporary directory) whose
+    process has ended and that have not changed for an hour; returns them. A directory whose
+    process runs (or whose pid another process took since) is left alone."""
+    parent = parent or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    now = time.time()
+    for name in names:
+        pid = name[len(_DIRECTORY_PREFIX) :].partition("-")[0]
+        if not name.startswith(_DIRECTORY_PREFIX) or not pid.isdigit():
+            continue
+        path = os.path.join(parent, name)
+        try:
+            unchanged_for = now - os.stat(path).st_mtime
+        except OSError:  # removed meanwhile
+            continue
+        if unchanged_for < _STALE_AFTER_SECONDS or _process_runs(int(pid)):
+            continue
+        remove_segment_directory(path)
+        removed.append(path)
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    if os.name != "posix":  # Windows' os.kill terminates the process: assume it runs
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: no signal, only the check that the process exists
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):  # another user's process, or no such check here
+        return True
+    return True
 
 
 def remove_segment_directory(directory: str) -> None:

@@ -2,6 +2,9 @@
 
 import errno
 import os
+import subprocess
+import sys
+import time
 
 import pytest
 import tensorflow as tf
@@ -92,3 +95,30 @@ def test_an_output_on_another_filesystem_takes_the_bytes_through_gfile(tmp_path)
     assert [r.numpy() for r in tf.data.TFRecordDataset("ram://segments/out-1")] == records[::2]
     assert [r.numpy() for r in tf.data.TFRecordDataset("ram://segments/out-0")] == records[1::2]
     assert not any(os.scandir(tmp_path))
+
+
+def test_a_killed_runs_segment_directory_is_removed_by_the_next_run(tmp_path):
+    # A run killed with SIGKILL cannot remove its directory; the next run removes directories
+    # of processes that are gone once they have not changed for an hour, and leaves the others.
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    gone_pid = int(ended.stdout)
+    hour_ago = time.time() - 3700
+    stale = tmp_path / f"pretraining-segments-{gone_pid}-abc"
+    recent = tmp_path / f"pretraining-segments-{gone_pid}-def"
+    alive = tmp_path / f"pretraining-segments-{os.getpid()}-ghi"
+    other = tmp_path / "pretraining-segments-notapid"
+    for directory in (stale, recent, alive, other):
+        directory.mkdir()
+        (directory / "000000003-0.tfrecord").write_bytes(b"x" * 10)
+    for directory in (stale, alive, other):
+        os.utime(directory, (hour_ago, hour_ago))
+    removed = record_segments.remove_directories_of_ended_processes(str(tmp_path))
+    assert removed == [str(stale)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        d.name for d in (recent, alive, other)
+    )
