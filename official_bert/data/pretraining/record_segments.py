@@ -5,7 +5,7 @@ create_pretraining_data's helper processes make most of the records (~10 MB a ch
 through the pool's pipe as Python bytes objects, they cost the writing process a pickle round
 trip, the pipe's reads (on the pool's result thread, which competes for the GIL with the main
 thread's own chunks) and one `TFRecordWriter.write` call per record; framed where they are made,
-they cost it one file read and one write per output. TensorFlow offers no bulk or bytes-level
+they cost it one copy of each segment file onto an output (SegmentedOutput). TensorFlow offers no bulk or bytes-level
 TFRecord framing to Python (its CRC32C is not exposed), so the frames come from a
 `TFRecordWriter` writing a local file, and the writer copies the files' bytes.
 
@@ -110,10 +110,10 @@ class SegmentedOutput:
     """An uncompressed TFRecord output that takes whole segments.
 
     A local output takes each segment's bytes by `os.copy_file_range`, within the kernel: read
-    into Python and written through `GFile`, the ~10 MB of a chunk are copied three times (into
-    a bytes object, into the C++ string GFile's binding makes, into the page cache), and that
-    took the writing process as long as writing the records one by one. Another filesystem
-    (`gs://...`), or a platform or kernel without the call, takes the bytes through Python.
+    into Python and written through `GFile`, the ~10 MB of a chunk would be copied three times
+    (into a bytes object, into the C++ string GFile's binding makes, into the page cache) by the
+    process that also makes records. Another filesystem (`gs://...`), or a platform or kernel
+    without the call, takes the bytes through Python.
     """
 
     def __init__(self, path: str):
