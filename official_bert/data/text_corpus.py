@@ -28,29 +28,6 @@ class CorpusChunk:
     num_bytes: int
     word_references: list[list] | None = None
 
-    def __getstate__(self) -> dict:
-        # A chunk crosses to a helper process pickled. Its ~20k sentences as one string, a line
-        # a sentence and a blank line between documents (the corpus format), pickle as one
-        # copy instead of an object each. Only where that form reads back the same documents:
-        # none empty and no sentence empty or holding a newline (never so for read_corpus_chunks'
-        # stripped lines).
-        state = dict(self.__dict__)
-        documents = self.documents
-        if all(document and "" not in document for document in documents):
-            packed = "\n\n".join("\n".join(document) for document in documents)
-            newlines = sum(len(document) + 1 for document in documents) - 2
-            if packed.count("\n") == max(newlines, 0):
-                state["documents"] = packed
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        documents = state["documents"]
-        if isinstance(documents, str):
-            state["documents"] = (
-                [document.split("\n") for document in documents.split("\n\n")] if documents else []
-            )
-        self.__dict__.update(state)
-
 
 @dataclasses.dataclass
 class CorpusCounters:

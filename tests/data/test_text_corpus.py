@@ -1,16 +1,10 @@
 """The corpus reader (official_bert/data/text_corpus.py): documents per file, gzip, chunks."""
 
 import gzip
-import pickle
 
 import pytest
 
-from official_bert.data.text_corpus import (
-    CorpusChunk,
-    CorpusCounters,
-    read_corpus_chunks,
-    read_file_documents,
-)
+from official_bert.data.text_corpus import CorpusCounters, read_corpus_chunks, read_file_documents
 
 TEXT = b"First sentence.\n  Second one.  \n\n\n\nOther document.\n\nLast, no blank line after it."
 
@@ -54,31 +48,3 @@ def test_invalid_utf8_names_the_file_and_line(tmp_path):
     counters = CorpusCounters()
     documents = list(read_file_documents(str(path), "skip", counters))
     assert [d.sentences for d in documents] == [["good."]] and counters.skipped_lines == 1
-
-
-@pytest.mark.parametrize(
-    "documents, packed",
-    [
-        ([["A b.", "C d."], ["E\u2028f \u4e2d\u6587\u3002"]], True),  # a Unicode line separator
-        ([], True),
-        ([["one"]], True),
-        # Not what the reader makes, and pickled as lists: the packed form would misread them.
-        ([["line\nbreak"]], False),
-        ([["a", ""]], False),
-        ([["a"], []], False),
-    ],
-)
-def test_a_chunk_pickles_to_the_same_documents(documents, packed):
-    chunk = CorpusChunk(7, documents, 42, word_references=[[["x"]]] if documents else None)
-    assert isinstance(chunk.__getstate__()["documents"], str) == packed
-    again = pickle.loads(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
-    assert again == chunk
-
-
-def test_chunks_of_a_real_corpus_pickle_to_the_same_documents(tmp_path):
-    (tmp_path / "a.txt").write_bytes(TEXT * 50)
-    chunks = list(read_corpus_chunks([str(tmp_path / "a.txt")], 7, 1 << 20))
-    assert len(chunks) > 3
-    for chunk in chunks:
-        assert isinstance(chunk.__getstate__()["documents"], str)
-        assert pickle.loads(pickle.dumps(chunk)) == chunk

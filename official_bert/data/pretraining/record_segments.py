@@ -5,9 +5,9 @@ create_pretraining_data's helper processes make most of the records (~10 MB a ch
 through the pool's pipe as Python bytes objects, they cost the writing process a pickle round
 trip, the pipe's reads (on the pool's result thread, which competes for the GIL with the main
 thread's own chunks) and one `TFRecordWriter.write` call per record; framed where they are made,
-they cost it one copy of each segment file onto an output (SegmentedOutput). TensorFlow offers no bulk or bytes-level
-TFRecord framing to Python (its CRC32C is not exposed), so the frames come from a
-`TFRecordWriter` writing a local file, and the writer copies the files' bytes.
+they cost it one copy of each segment file onto an output (SegmentedOutput). TensorFlow offers
+no bulk or bytes-level TFRecord framing to Python (its CRC32C is not exposed), so the frames
+come from a `TFRecordWriter` writing a local file, and the writer copies the files' bytes.
 
 The outputs take the records round-robin in stream order: record `written + k` of the stream
 goes to output `(written + k) % n`. A work unit does not know `written` (the records of the
@@ -127,22 +127,20 @@ class SegmentedOutput:
             self._file.write(segment.read())
 
     def _copy_in_kernel(self, source: int) -> bool:
-        """Copies the rest of file `source` to the output; False where the kernel refused at
-        the start (the caller copies then), so that no byte is copied twice."""
-        remaining = os.fstat(source).st_size - os.lseek(source, 0, os.SEEK_CUR)
-        first = True
+        """Copies the whole of the freshly opened file `source` to the output; False where the
+        kernel refuses the first call (nothing copied yet: the caller copies then)."""
+        remaining = os.fstat(source).st_size
         while remaining > 0:
             try:
                 copied = os.copy_file_range(source, self._file.fileno(), remaining)
             except OSError:  # e.g. EXDEV across filesystems on kernels before 5.3, ENOSYS
-                if not first:
-                    raise
+                if remaining < os.fstat(source).st_size:
+                    raise  # refused midway: part of the segment is in the output already
                 self._local = False
                 return False
             if copied == 0:
                 raise OSError(f"the segment ended {remaining} bytes early while being appended")
             remaining -= copied
-            first = False
         return True
 
     def close(self) -> None:
