@@ -523,6 +523,8 @@ def _write_chunks_in_parallel(
                 pending.append(pool.apply_async(_process_in_worker, (chunk, segments)))
                 helper_chunks += 1
             else:
+                # Framed here too where the outputs take segments: they take nothing else
+                # (Python gets no TFRecord framing but a TFRecordWriter's own file).
                 pending.append(_frame(processor(chunk), chunk.index, segments))
             while pending and (len(pending) >= in_flight or _is_ready(pending[0])):
                 consume(_result(pending.popleft()))

@@ -60,8 +60,10 @@ def remove_directories_of_ended_processes(parent: str | None = None) -> list[str
         return removed
     now = time.time()
     for name in names:
+        if not name.startswith(_DIRECTORY_PREFIX):
+            continue
         pid = name[len(_DIRECTORY_PREFIX) :].partition("-")[0]
-        if not name.startswith(_DIRECTORY_PREFIX) or not pid.isdigit():
+        if not pid.isdigit():
             continue
         path = os.path.join(parent, name)
         try:
@@ -82,7 +84,7 @@ def _process_runs(pid: int) -> bool:
         os.kill(pid, 0)  # signal 0: no signal, only the check that the process exists
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):  # another user's process, or no such check here
+    except OSError:  # PermissionError (another user's process), or no such check here
         return True
     return True
 
