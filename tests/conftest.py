@@ -135,6 +135,46 @@ def assert_config_round_trip(layer):
     assert keras.saving.get_registered_object(registered) is type(layer)
 
 
+def assert_twin_layers_agree(plain, fast, shape, tolerance=1e-5):
+    """A fast kernel layer against its plain Keras twin, both unbuilt and made with the same
+    arguments: the same weight paths, and with the plain one's weights the same outputs and
+    gradients (input, every trainable weight) on a random input of `shape`, within tolerance;
+    the fast layer's config round-trips."""
+    import numpy as np
+    import tensorflow as tf
+
+    x = tf.random.stateless_normal(shape, seed=[1, 2])
+    plain(x), fast(x)
+    assert [v.path for v in fast.weights] == [v.path for v in plain.weights]
+    fast.set_weights(plain.get_weights())
+    upstream = tf.random.stateless_normal(plain(x).shape, seed=[3, 4])
+    results = []
+    for layer in (plain, fast):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x)
+        results.append([y, *tape.gradient(y, [x, *layer.trainable_weights], upstream)])
+    for a, b in zip(*results, strict=True):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance)
+    assert_config_round_trip(fast)
+
+
+def forward_and_backward_op_types(layer, input_spec) -> set:
+    """The op types of one traced call of `layer` on input_spec and its gradients (input and
+    trainable weights)."""
+    import tensorflow as tf
+
+    def forward_and_backward(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = layer(x)
+        return tape.gradient(y, [x, *layer.trainable_weights])
+
+    graph = tf.function(forward_and_backward).get_concrete_function(input_spec).graph
+    return {op.type for op in graph.get_operations()}
+
+
 def synthetic_pretraining_examples(num_examples, seq=16, predictions=4, vocab=50, seed=0):
     """num_examples pre-training examples (the model's feature names) as numpy arrays; rows hold
     1 to `predictions` predictions (the first quarter all), so the parts of a batch have

@@ -1,7 +1,9 @@
 """The speed paths, apart from the model: each a faster twin of a plain Keras/TensorFlow piece,
 tested equal to it (tests/kernels/), and taken only when switched on.
 
+  folded_projection         folded_product: leading axes folded into rows of one 2-D MatMul
   folded_einsum_dense       FoldedEinsumDense: attention projections as one 2-D MatMul
+  folded_dense              FoldedDense: a Dense on [batch, seq, in] as one 2-D MatMul
   batched_matmul_attention  BatchedMatmulAttention: the heads' products as batched MatMuls
   packed_bits_dropout       PackedBitsDropout: a dropout mask from half the random bits
   gelu_gradient             gelu_tanh: the tanh GELU with an XLA-fused gradient
@@ -19,6 +21,7 @@ and a fast model have the same weights, variable names and checkpoint keys.
 """
 
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
+from official_bert.kernels.folded_dense import FoldedDense, dense_layer
 from official_bert.kernels.folded_einsum_dense import FoldedEinsumDense
 from official_bert.kernels.frozen_weights import (
     frozen_weight_products_requested,
@@ -35,9 +38,11 @@ from official_bert.kernels.switch import fast_kernels, fast_kernels_enabled, use
 
 __all__ = [
     "BatchedMatmulAttention",
+    "FoldedDense",
     "FoldedEinsumDense",
     "FusedInferenceEncoder",
     "PackedBitsDropout",
+    "dense_layer",
     "dropout_layer",
     "fast_kernels",
     "fast_kernels_enabled",

@@ -1,10 +1,9 @@
 """FoldedEinsumDense: Keras EinsumDense that runs a plain projection as one 2-D matmul (a speed
 path: the plain twin is keras.layers.EinsumDense)."""
 
-import math
-
 import keras
-import tensorflow as tf
+
+from official_bert.kernels.folded_projection import folded_product
 
 
 def _fold_plan(equation):
@@ -36,9 +35,9 @@ class FoldedEinsumDense(keras.layers.EinsumDense):
     reshaped 2-D kernel, a *broadcast* BatchMatMul, whose kernel gradient is one
     [hidden, heads * head_size] product per batch row followed by a Sum over the batch (and the
     bias gradient another broadcast Sum). Folding the leading axes into rows instead (reshape to
-    [rows, k-dims] @ [k-dims, out]) gives one MatMul whose gradients are two MatMuls and a
-    BiasAddGrad, as `keras.layers.Dense` gets: cheaper on a CPU (bench/RESULTS.md). Written by
-    hand because Keras has no switch for it; the plain twin is EinsumDense itself.
+    [rows, k-dims] @ [k-dims, out], `folded_product`) gives one MatMul whose gradients are two
+    MatMuls and a BiasAddGrad: cheaper on a CPU (bench/RESULTS.md). Written by hand because
+    Keras has no switch for it; the plain twin is EinsumDense itself.
 
     Same constructor, weights (shapes and names), config and results as EinsumDense; equations
     that are not plain projections (see `_fold_plan`), LoRA and quantized layers take Keras's
@@ -57,16 +56,9 @@ class FoldedEinsumDense(keras.layers.EinsumDense):
         k = _fold_plan(self.equation)
         if k is None or self.lora_enabled or self.quantization_mode:
             return super().call(inputs, training=training)
-        kernel = self.kernel
-        kept = kernel.shape[k:]
-        if self.bias is not None and self.bias.shape != kept:
+        if self.bias is not None and self.bias.shape != self.kernel.shape[k:]:
             return super().call(inputs, training=training)  # a bias on only some output axes
-        rows = tf.reshape(inputs, [-1, math.prod(kernel.shape[:k])])
-        y = tf.matmul(rows, tf.reshape(kernel, [rows.shape[-1], math.prod(kept)]))
-        if self.bias is not None:
-            y = tf.nn.bias_add(y, tf.reshape(self.bias, [-1]))
-        y = tf.reshape(y, tf.concat([tf.shape(inputs)[: inputs.shape.rank - k], kept], 0))
-        y.set_shape(inputs.shape[:-k].concatenate(kept))
+        y = folded_product(inputs, self.kernel, self.bias, k)
         if self.activation is not None:
             y = self.activation(y)
         return y

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from official_bert.kernels.folded_dense import dense_layer
 from official_bert.layers.initializers import bert_initializer
 
 
@@ -39,7 +40,7 @@ class ClassificationHead(keras.layers.Layer):
 
         # === Layers ===
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
-        self.dense = keras.layers.Dense(
+        self.dense = dense_layer(
             num_classes,
             kernel_initializer=bert_initializer(initializer_range),
             dtype=self.dtype_policy,

@@ -5,6 +5,7 @@ import tensorflow as tf
 from keras import ops
 
 from official_bert.activations import canonical_activation_name, get_activation
+from official_bert.kernels.folded_dense import dense_layer
 from official_bert.layers.initializers import bert_initializer
 
 
@@ -46,7 +47,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.token_embedding = token_embedding
 
         # === Layers ===
-        self.transform_dense = keras.layers.Dense(
+        self.transform_dense = dense_layer(
             hidden_size,
             activation=get_activation(self.activation),
             kernel_initializer=bert_initializer(initializer_range),

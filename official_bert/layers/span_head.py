@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from official_bert.kernels.folded_dense import dense_layer
 from official_bert.layers.initializers import bert_initializer
 
 
@@ -22,7 +23,7 @@ class SpanHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         # === Layers ===
-        self.dense = keras.layers.Dense(
+        self.dense = dense_layer(
             2,
             kernel_initializer=bert_initializer(initializer_range),
             dtype=self.dtype_policy,

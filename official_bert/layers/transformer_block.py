@@ -5,6 +5,7 @@ from keras import ops
 
 from official_bert.activations import canonical_activation_name, get_activation
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
+from official_bert.kernels.folded_dense import dense_layer
 from official_bert.kernels.packed_bits_dropout import dropout_layer
 from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.layers.initializers import bert_initializer
@@ -85,14 +86,14 @@ class TransformerBlock(keras.layers.Layer):
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=policy, name="attention_layer_norm"
         )
-        self.intermediate_dense = keras.layers.Dense(
+        self.intermediate_dense = dense_layer(
             intermediate_size,
             activation=get_activation(self.activation),
             kernel_initializer=initializer,
             dtype=policy,
             name="intermediate",
         )
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = dense_layer(
             hidden_size, kernel_initializer=initializer, dtype=policy, name="output"
         )
         self.output_dropout = dropout_layer(

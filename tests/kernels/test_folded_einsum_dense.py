@@ -2,13 +2,12 @@
 weights and the ops it runs."""
 
 import keras
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from official_bert.kernels import BatchedMatmulAttention, FoldedEinsumDense
 from official_bert.kernels.folded_einsum_dense import _fold_plan
-from tests.conftest import assert_config_round_trip
+from tests.conftest import assert_twin_layers_agree, forward_and_backward_op_types
 
 # (equation, input shape, output_shape, bias_axes): the attention's projections first.
 CASES = [
@@ -31,41 +30,17 @@ def test_fold_plan_accepts_only_plain_projections():
 @pytest.mark.parametrize("equation, shape, output_shape, bias_axes", CASES)
 def test_same_values_and_gradients_as_einsum_dense(equation, shape, output_shape, bias_axes):
     kwargs = dict(bias_axes=bias_axes, bias_initializer="glorot_uniform", name="projection")
-    theirs = keras.layers.EinsumDense(equation, output_shape, **kwargs)
-    ours = FoldedEinsumDense(equation, output_shape, **kwargs)
-    x = tf.random.stateless_normal(shape, seed=[1, 2])
-    theirs(x), ours(x)
-    assert [v.path for v in ours.weights] == [v.path for v in theirs.weights]
-    ours.set_weights(theirs.get_weights())
-    upstream = tf.random.stateless_normal(theirs(x).shape, seed=[3, 4])
-    results = []
-    for layer in (theirs, ours):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = layer(x)
-        results.append([y, *tape.gradient(y, [x, *layer.trainable_weights], upstream)])
-    for a, b in zip(*results, strict=True):
-        assert a.shape == b.shape
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    assert_config_round_trip(ours)
-
-
-def _op_types(fn, *specs):
-    graph = tf.function(fn).get_concrete_function(*specs).graph
-    return {op.type for op in graph.get_operations()}
+    assert_twin_layers_agree(
+        keras.layers.EinsumDense(equation, output_shape, **kwargs),
+        FoldedEinsumDense(equation, output_shape, **kwargs),
+        shape,
+    )
 
 
 def test_projection_and_its_gradient_are_plain_matmuls():
     layer = FoldedEinsumDense("abc,cde->abde", (None, 4, 8), bias_axes="de")
     layer.build((None, None, 32))
-
-    def forward_and_backward(x):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = layer(x)
-        return tape.gradient(y, [x, *layer.trainable_weights])
-
-    ops = _op_types(forward_and_backward, tf.TensorSpec([None, None, 32]))
+    ops = forward_and_backward_op_types(layer, tf.TensorSpec([None, None, 32]))
     # Keras's einsum path is a broadcast BatchMatMulV2 whose kernel gradient sums over the batch.
     assert "MatMul" in ops and "BiasAddGrad" in ops
     assert "BatchMatMulV2" not in ops and "Sum" not in ops

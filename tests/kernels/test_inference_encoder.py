@@ -508,4 +508,6 @@ def test_real_minilm_weights_on_real_text(minilm_dir):
         "input_type_ids": np.zeros_like(ids),
     }
     expected = encoder(inputs, training=False)
-    _assert_outputs_close(FusedInferenceEncoder(encoder)(inputs), expected, atol=5e-5)
+    # Hidden states reach |5| here: float32 rounding over six layers differs by up to 1.1e-5 of a
+    # value with Keras 3.12 (Python 3.10's) and less with 3.15, hence the relative part.
+    _assert_outputs_close(FusedInferenceEncoder(encoder)(inputs), expected, atol=5e-5, rtol=2e-5)
