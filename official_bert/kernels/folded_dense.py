@@ -16,10 +16,9 @@ class FoldedDense(keras.layers.Dense):
 
     How Keras multiplies such an input depends on its release: Keras 3.15 folds it into rows
     (tf.tensordot) and adds the bias to the 3-D result, Keras 3.12 (the release Python 3.10 gets)
-    runs a broadcast BatchMatMulV2, whose kernel gradient sums one product per batch row: the
-    BERT-Base pre-training step 15% slower (bench/RESULTS.md). Here the bias is added to the
-    2-D product, where TensorFlow's graph rewriter fuses it into the MatMul. Written by hand
-    because Keras has no switch for it.
+    runs a broadcast BatchMatMulV2, whose kernel gradient sums one product per batch row, slower
+    on a CPU (bench/RESULTS.md). Here the bias is added to the 2-D product, where TensorFlow's
+    graph rewriter fuses it into the MatMul. Written by hand because Keras has no switch for it.
 
     Same constructor, weights (shapes and names), config and results as Dense; rank-2 inputs,
     LoRA and quantized layers take Keras's path.
@@ -33,9 +32,8 @@ class FoldedDense(keras.layers.Dense):
     """
 
     def call(self, inputs, training=None):
-        if inputs.shape.rank is None or inputs.shape.rank <= 2:
-            return super().call(inputs, training=training)
-        if self.lora_enabled or self.quantization_mode:
+        rank = inputs.shape.rank
+        if rank is None or rank <= 2 or self.lora_enabled or self.quantization_mode:
             return super().call(inputs, training=training)
         y = folded_product(inputs, self.kernel, self.bias, 1)
         if self.activation is not None:
