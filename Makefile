@@ -52,6 +52,6 @@ demo: install
 test: $(VENV)/installed-beam
 	$(VENV_PYTHON) -m ruff check .
 	$(VENV_PYTHON) -m ruff format --check .
-	# Two worker processes, each test file on one of them (module fixtures stay shared): 10 to
-	# 23 minutes on 2 cores, depending on the machine.
-	$(VENV_PYTHON) -m pytest -n 2 --dist loadfile
+	# Two worker processes, each test file on one of them (module fixtures stay shared), the
+	# files handed out longest first as tests/module_durations.json says (tests/module_order.py).
+	$(VENV_PYTHON) -m pytest -n 2 --dist loadfile --no-loadscope-reorder

@@ -9,6 +9,8 @@ import pathlib  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests import module_order  # noqa: E402
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Real data sets (GLUE, SQuAD, text corpora) beside the project: tests that read them skip when
 # it is absent, counted in one line of the summary (pytest_terminal_summary below).
@@ -58,6 +60,25 @@ def pytest_terminal_summary(terminalreporter):
             f"{len(skipped)} skipped: they read real data sets from {SHARED_DATA}, absent here",
             yellow=True,
         )
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--record-module-durations",
+        action="store_true",
+        help="write each test module's seconds in this run into tests/module_durations.json, "
+        "which orders the modules for the test workers (tests/module_order.py)",
+    )
+
+
+def pytest_configure(config):
+    # In the process that gathers the reports: xdist's controller, or the only process.
+    if config.getoption("record_module_durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(module_order.DurationRecorder(), "module_durations")
+
+
+def pytest_collection_modifyitems(items):
+    module_order.order_longest_first(items, module_order.read_record())
 
 
 @pytest.fixture(scope="session")

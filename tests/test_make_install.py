@@ -116,4 +116,6 @@ def test_the_test_command_also_installs_the_beam_extra_and_the_demo_does_not(pro
     test = _make(project, "-n", "test", f"PYTHON={sys.executable}").stdout
     assert ".[test,beam,zh]" not in demo
     assert '.venv/bin/python -m pip install --quiet -e ".[test,beam,zh]"' in test.splitlines()
-    assert test.splitlines()[-1] == ".venv/bin/python -m pytest -n 2 --dist loadfile"
+    assert test.splitlines()[-1] == (
+        ".venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder"
+    )
