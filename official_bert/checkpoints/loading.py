@@ -15,16 +15,62 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
 
 
+# Weight files of other frameworks that BERT repositories often hold instead of safetensors (older
+# uploads to the Hugging Face Hub, many Chinese BERTs among them): their names, what they are,
+# and the argument of transformers' from_pretrained that reads them.
+_OTHER_FRAMEWORK_FILES = {
+    "pytorch_model.bin": ("PyTorch weights", ""),
+    "tf_model.h5": ("TensorFlow 2 HDF5 weights of transformers", ", from_tf=True"),
+    "flax_model.msgpack": ("Flax weights", ", from_flax=True"),
+}
+_OTHER_FRAMEWORK_SUFFIXES = {
+    ".bin": "pytorch_model.bin",
+    ".pt": "pytorch_model.bin",
+    ".pth": "pytorch_model.bin",
+    ".h5": "tf_model.h5",
+    ".msgpack": "flax_model.msgpack",
+}
+
+
+def _refuse_other_frameworks(path: str) -> None:
+    """Raises a ValueError saying how to convert, where `path` holds only another framework's
+    weights (a file of theirs, or a directory with one and no TF checkpoint)."""
+    if os.path.isdir(path):
+        if tf.train.latest_checkpoint(path) is not None:
+            return
+        found = [name for name in _OTHER_FRAMEWORK_FILES if os.path.exists(f"{path}/{name}")]
+        directory = path
+    else:
+        suffix = os.path.splitext(path)[1]
+        if suffix not in _OTHER_FRAMEWORK_SUFFIXES or tf.io.gfile.exists(path + ".index"):
+            return
+        found = [_OTHER_FRAMEWORK_SUFFIXES[suffix]]
+        directory = os.path.dirname(path) or "."
+    if not found:
+        return
+    what, argument = _OTHER_FRAMEWORK_FILES[found[0]]
+    raise ValueError(
+        f"{path}: {what} ({', '.join(found)}) are not read here. BERT weights are read from an "
+        "original TF checkpoint (bert_model.ckpt), Hugging Face safetensors (model.safetensors) "
+        "or a checkpoint of this project. Where transformers and its framework are installed, "
+        'write safetensors once:\n  python -c "import transformers; transformers.BertModel.'
+        f"from_pretrained('{directory}'{argument}).save_pretrained('{directory}-safetensors')\"\n"
+        "(model.safetensors and config.json; copy vocab.txt beside them) and pass that directory."
+    )
+
+
 def detect_checkpoint_format(path: str) -> str:
     """Which layout `path` holds: "tf1", "safetensors" or "object".
 
     `path` may be a safetensors file, a directory holding `model.safetensors`, a TF checkpoint
-    prefix, or a directory with a TF `checkpoint` state file.
+    prefix, or a directory with a TF `checkpoint` state file. Another framework's weights (a
+    PyTorch `pytorch_model.bin`, ...) are a ValueError that says how to convert them.
     """
     if path.endswith(".safetensors") or (
         os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors"))
     ):
         return "safetensors"
+    _refuse_other_frameworks(path)
     prefix = original_tf1.resolve_checkpoint_prefix(path)
     names = [name for name, _ in tf.train.list_variables(prefix)]
     if "_CHECKPOINTABLE_OBJECT_GRAPH" in names:
