@@ -1,9 +1,10 @@
 """The longest test modules first, so that the test workers of `make test` finish together.
 
-`pytest -n 2 --dist loadfile` hands each worker whole modules, two at a time, in the order it is
-given them. By default xdist orders them by their number of tests, which says little about their
-time here: a module of one test may train a model for half a minute, and when such modules come
-last, one worker still has a minute of work queued while the other has none. With
+`pytest -n 2 --dist loadfile` hands each worker whole modules in the order it is given them, the
+next one queued when a worker's last two tests are left. By default xdist orders them by their
+number of tests, which says little about their time here: a module of one test may train a
+model for half a minute, and when such modules come last, one worker still has a minute of work
+queued while the other has none. With
 `--no-loadscope-reorder` xdist keeps the collection order, and `order_longest_first` makes that the
 order of the seconds each module took in a recorded run (`module_durations.json`, beside this
 file): the long modules start first and the short ones fill in at the end. A module the record
