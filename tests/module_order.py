@@ -4,12 +4,12 @@
 next one queued when a worker's last two tests are left. By default xdist orders them by their
 number of tests, which says little about their time here: a module of one test may train a
 model for half a minute, and when such modules come last, one worker still has a minute of work
-queued while the other has none. With
-`--no-loadscope-reorder` xdist keeps the collection order, and `order_longest_first` makes that the
-order of the seconds each module took in a recorded run (`module_durations.json`, beside this
-file): the long modules start first and the short ones fill in at the end. A module the record
-does not know counts as a median one; a stale record costs some balance, never a test. Tests keep
-their order within a module, and what a test checks does not depend on the order of modules.
+queued while the other has none. With `--no-loadscope-reorder` xdist keeps the collection order,
+and `order_longest_first` makes that the order of the seconds each module took in a recorded run
+(`module_durations.json`, beside this file): the long modules start first and the short ones
+fill in at the end. A module the record does not know counts as a median one; a stale record
+costs some balance, never a test. Tests keep their order within a module, and what a test
+checks does not depend on the order of modules.
 
 `pytest ... --record-module-durations` rewrites the record's entries for the modules that ran
 (setup, call and teardown of their tests, module fixtures included) and drops those of modules

@@ -38,7 +38,7 @@ def _refuse_other_frameworks(path: str) -> None:
     if os.path.isdir(path):
         if tf.train.latest_checkpoint(path) is not None:
             return
-        found = [name for name in _OTHER_FRAMEWORK_FILES if os.path.exists(f"{path}/{name}")]
+        found = [n for n in _OTHER_FRAMEWORK_FILES if os.path.exists(os.path.join(path, n))]
         directory = path
     else:
         suffix = os.path.splitext(path)[1]
