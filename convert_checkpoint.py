@@ -1,4 +1,5 @@
-"""Converts BERT weights between the original TF1 layout, safetensors (HF names) and ours.
+"""Converts BERT weights between the original TF1 layout, safetensors (HF names) and ours; reads
+PyTorch's pytorch_model.bin (HF names) too, without PyTorch.
 
   python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
     --output_dir=/tmp/bert_safetensors --output_format=safetensors
@@ -11,19 +12,21 @@ import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-u
 
 from absl import app, flags
 
-from official_bert.checkpoints import CHECKPOINT_FORMATS
+from official_bert.checkpoints import CHECKPOINT_FORMATS, WRITABLE_CHECKPOINT_FORMATS
 from official_bert.checkpoints.conversion import convert_checkpoint
 
 FLAGS = flags.FLAGS
 
 flags.DEFINE_string(
-    "input_checkpoint", None, "TF1 checkpoint prefix, .safetensors file, or a directory of either."
+    "input_checkpoint",
+    None,
+    "TF1 checkpoint prefix, .safetensors file, pytorch_model.bin, or a directory of one of them.",
 )
 flags.DEFINE_enum("input_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
 flags.DEFINE_string("bert_config_file", None, "Default: bert_config.json/config.json beside input.")
 flags.DEFINE_string("vocab_file", None, "Default: vocab.txt beside the input, if any.")
 flags.DEFINE_string("output_dir", None, "Directory for the converted weights and their files.")
-flags.DEFINE_enum("output_format", "tf1", list(CHECKPOINT_FORMATS), "Layout to write.")
+flags.DEFINE_enum("output_format", "tf1", list(WRITABLE_CHECKPOINT_FORMATS), "Layout to write.")
 flags.mark_flags_as_required(["input_checkpoint", "output_dir"])
 
 

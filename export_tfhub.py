@@ -25,7 +25,9 @@ flags.DEFINE_string(
     "bert_config_file", None, "bert_config.json or HF config.json (default: beside the checkpoint)."
 )
 flags.DEFINE_string(
-    "model_checkpoint_path", None, "Weights: an original TF1 checkpoint, safetensors, or ours."
+    "model_checkpoint_path",
+    None,
+    "Weights: an original TF1 checkpoint, safetensors, pytorch_model.bin, or ours.",
 )
 flags.DEFINE_enum("checkpoint_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (packaged as an asset).")

@@ -2,6 +2,7 @@
 
 from official_bert.checkpoints.loading import (
     CHECKPOINT_FORMATS,
+    WRITABLE_CHECKPOINT_FORMATS,
     detect_checkpoint_format,
     load_bert_weights,
     save_bert_weights,
@@ -15,6 +16,7 @@ from official_bert.checkpoints.variable_table import CheckpointMismatchError
 __all__ = [
     "CHECKPOINT_FORMATS",
     "CheckpointMismatchError",
+    "WRITABLE_CHECKPOINT_FORMATS",
     "detect_checkpoint_format",
     "load_bert_weights",
     "read_original_checkpoint",

@@ -6,30 +6,43 @@ import os
 
 import tensorflow as tf
 
-from official_bert.checkpoints import object_checkpoint, original_tf1, safetensors_bert
+from official_bert.checkpoints import (
+    object_checkpoint,
+    original_tf1,
+    pytorch_bert,
+    safetensors_bert,
+)
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
-# object: this project's own tf.train.Checkpoint of a Keras model.
-CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
+# object: this project's own tf.train.Checkpoint of a Keras model;
+# pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch).
+CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch")
+WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
 
 
-# Weight files of other frameworks that BERT repositories often hold instead of safetensors (older
-# uploads to the Hugging Face Hub, many Chinese BERTs among them): their names, what they are,
-# and the argument of transformers' from_pretrained that reads them.
+# Weight files of other frameworks that some BERT repositories hold beside pytorch_model.bin:
+# their names, what they are, and the argument of transformers' from_pretrained that reads them.
 _OTHER_FRAMEWORK_FILES = {
-    "pytorch_model.bin": ("PyTorch weights", ""),
     "tf_model.h5": ("TensorFlow 2 HDF5 weights of transformers", ", from_tf=True"),
     "flax_model.msgpack": ("Flax weights", ", from_flax=True"),
 }
 _OTHER_FRAMEWORK_SUFFIXES = {
-    ".bin": "pytorch_model.bin",
-    ".pt": "pytorch_model.bin",
-    ".pth": "pytorch_model.bin",
     ".h5": "tf_model.h5",
     ".msgpack": "flax_model.msgpack",
 }
+
+
+def _holds_pytorch_weights(path: str) -> bool:
+    """A .bin/.pt/.pth file that is not part of a TF checkpoint, or a directory with
+    pytorch_model.bin (or its shard index) and no TF checkpoint."""
+    if os.path.isdir(path):
+        return tf.train.latest_checkpoint(path) is None and any(
+            os.path.exists(os.path.join(path, name))
+            for name in (pytorch_bert.WEIGHTS_NAME, pytorch_bert.INDEX_NAME)
+        )
+    return path.endswith(pytorch_bert.FILE_SUFFIXES) and not tf.io.gfile.exists(path + ".index")
 
 
 def _refuse_other_frameworks(path: str) -> None:
@@ -52,7 +65,7 @@ def _refuse_other_frameworks(path: str) -> None:
     raise ValueError(
         f"{path}: {what} ({', '.join(found)}) are not read here. BERT weights are read from an "
         "original TF checkpoint (bert_model.ckpt), Hugging Face safetensors (model.safetensors) "
-        "or a checkpoint of this project. Where transformers and its framework are installed, "
+        "or PyTorch weights (pytorch_model.bin), or a checkpoint of this project. Where transformers and its framework are installed, "
         'write safetensors once:\n  python -c "import transformers; transformers.BertModel.'
         f"from_pretrained('{directory}'{argument}).save_pretrained('{directory}-safetensors')\"\n"
         "(model.safetensors and config.json; copy vocab.txt beside them) and pass that directory."
@@ -62,14 +75,18 @@ def _refuse_other_frameworks(path: str) -> None:
 def detect_checkpoint_format(path: str) -> str:
     """Which layout `path` holds: "tf1", "safetensors" or "object".
 
-    `path` may be a safetensors file, a directory holding `model.safetensors`, a TF checkpoint
-    prefix, or a directory with a TF `checkpoint` state file. Another framework's weights (a
-    PyTorch `pytorch_model.bin`, ...) are a ValueError that says how to convert them.
+    `path` may be a safetensors file, a directory holding `model.safetensors`, a PyTorch
+    weights file (`pytorch_model.bin`, `.pt`, `.pth`) or a directory holding one (or its shard
+    index), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file. Another
+    framework's weights (`tf_model.h5`, `flax_model.msgpack`) are a ValueError that says how to
+    convert them.
     """
     if path.endswith(".safetensors") or (
         os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors"))
     ):
         return "safetensors"
+    if _holds_pytorch_weights(path):
+        return "pytorch"
     _refuse_other_frameworks(path)
     prefix = original_tf1.resolve_checkpoint_prefix(path)
     names = [name for name, _ in tf.train.list_variables(prefix)]
@@ -99,6 +116,8 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
             safetensors_bert.read_safetensors_checkpoint(path, model, **kwargs)
         elif checkpoint_format == "object":
             object_checkpoint.read_object_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "pytorch":
+            pytorch_bert.read_pytorch_checkpoint(path, model, **kwargs)
         else:
             raise ValueError(
                 f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
@@ -115,7 +134,8 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
     if checkpoint_format == "object":
         return object_checkpoint.write_object_checkpoint(model, path)
     raise ValueError(
-        f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
+        f"cannot write checkpoint format {checkpoint_format!r}; expected one of "
+        f"{WRITABLE_CHECKPOINT_FORMATS}"
     )
 
 

@@ -193,7 +193,21 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     unexpected or mis-shaped tensor.
     """
     path = resolve_safetensors_path(path)
-    arrays = load_safetensors_arrays(path)
+    return read_hf_named_weights(
+        load_safetensors_arrays(path), model, f"safetensors file {path}", require_heads
+    )
+
+
+def read_hf_named_weights(
+    arrays: dict[str, np.ndarray], model, source: str, require_heads: bool = False
+) -> int:
+    """Loads `arrays` (HF BertModel / BertForPreTraining names, torch layout) into `model`.
+
+    source: what the arrays were read from, for messages ("safetensors file PATH", ...).
+    Heads wholly absent from `arrays` keep their initialization unless `require_heads`.
+    Returns the number of variables loaded. Raises CheckpointMismatchError listing every missing,
+    unexpected or mis-shaped tensor.
+    """
     encoder_prefix = "bert." if any(n.startswith("bert.embeddings.") for n in arrays) else ""
     entries = model_entries(model)
 
@@ -238,7 +252,7 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
         else:
             values[entry.tf1_name] = value
     raise_if_mismatched(
-        f"safetensors file {path}",
+        source,
         model,
         [f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing],
         mis_shaped,
@@ -254,11 +268,11 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
             logging.warning(
                 "%s: cls.predictions.decoder.weight differs from the word embeddings; this model "
                 "ties them, so the word embeddings are used for the MLM output",
-                path,
+                source,
             )
     for part in sorted(skipped):
-        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, path)
-    logging.info("Loaded %d tensors from safetensors file %s", len(loaded), path)
+        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, source)
+    logging.info("Loaded %d tensors from %s", len(loaded), source)
     return len(loaded)
 
 

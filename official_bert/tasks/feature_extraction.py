@@ -19,7 +19,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
-from official_bert.checkpoints import load_bert_weights
+from official_bert.checkpoints import CHECKPOINT_FORMATS, load_bert_weights
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import (
@@ -223,7 +223,9 @@ class FeatureExtractionOptions:
         "init_checkpoint.",
     )
     max_seq_length: int = option(128, help="Maximum total input length in wordpieces.")
-    init_checkpoint: str = option(help="Checkpoint to read: TF1, safetensors or ours.")
+    init_checkpoint: str = option(
+        help="Checkpoint to read: TF1, safetensors, PyTorch (pytorch_model.bin) or ours."
+    )
     vocab_file: str = option(help="vocab.txt the model was trained with.")
     do_lower_case: bool = option(True, help="Lower-case the input (True for uncased models).")
     batch_size: int = option(32, help="Batch size for predictions.")
@@ -247,7 +249,7 @@ class FeatureExtractionOptions:
         "features within bfloat16's precision (~1e-2).",
     )
     checkpoint_format: str | None = option(
-        None, choices=("tf1", "safetensors", "object"), help="Default: detected."
+        None, choices=CHECKPOINT_FORMATS, help="Default: detected."
     )
     scalar_mix_weights: str | None = option(
         None,

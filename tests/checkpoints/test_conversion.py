@@ -67,22 +67,27 @@ def test_detection_errors(tmp_path):
 
 
 def test_other_frameworks_weights_say_how_to_convert_them(original_tiny_dir, tmp_path):
-    # A Hub download without safetensors, as many older (and Chinese) BERT repositories are.
+    # A Hub download with only transformers' TF 2 or Flax weights (PyTorch's pytorch_model.bin
+    # is read: tests/checkpoints/test_pytorch_state_dict.py).
     hub = tmp_path / "chinese-bert"
     hub.mkdir()
-    for name in ("pytorch_model.bin", "tf_model.h5", "config.json", "vocab.txt"):
+    for name in ("tf_model.h5", "flax_model.msgpack", "config.json", "vocab.txt"):
         (hub / name).write_bytes(b"\0" * 64)
     with pytest.raises(ValueError) as error:
         load_bert_weights(BertEncoder(**tiny_encoder_kwargs()), str(hub))
     message = str(error.value)
-    assert f"{hub}: PyTorch weights (pytorch_model.bin, tf_model.h5) are not read here" in message
     assert (
-        f"transformers.BertModel.from_pretrained('{hub}').save_pretrained('{hub}-safetensors')"
+        f"{hub}: TensorFlow 2 HDF5 weights of transformers (tf_model.h5, flax_model.msgpack) "
+        "are not read here"
     ) in message
-    with pytest.raises(ValueError, match=r"TensorFlow 2 HDF5 weights of transformers"):
-        detect_checkpoint_format(str(hub / "tf_model.h5"))
-    with pytest.raises(ValueError, match=r"from_pretrained\('.*', from_tf=True\)"):
-        detect_checkpoint_format(str(hub / "tf_model.h5"))
+    assert (
+        f"transformers.BertModel.from_pretrained('{hub}', from_tf=True)"
+        f".save_pretrained('{hub}-safetensors')"
+    ) in message
+    with pytest.raises(ValueError, match=r"Flax weights"):
+        detect_checkpoint_format(str(hub / "flax_model.msgpack"))
+    with pytest.raises(ValueError, match=r"from_pretrained\('.*', from_flax=True\)"):
+        detect_checkpoint_format(str(hub / "flax_model.msgpack"))
     # Beside a TF checkpoint, such files are left alone: the checkpoint is read.
     for name in ("bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001", "checkpoint"):
         (hub / name).write_bytes((original_tiny_dir / name).read_bytes())
