@@ -64,25 +64,30 @@ def _refuse_other_frameworks(path: str) -> None:
     what, argument = _OTHER_FRAMEWORK_FILES[found[0]]
     raise ValueError(
         f"{path}: {what} ({', '.join(found)}) are not read here. BERT weights are read from an "
-        "original TF checkpoint (bert_model.ckpt), Hugging Face safetensors (model.safetensors) "
-        "or PyTorch weights (pytorch_model.bin), or a checkpoint of this project. Where transformers and its framework are installed, "
-        'write safetensors once:\n  python -c "import transformers; transformers.BertModel.'
+        "original TF checkpoint (bert_model.ckpt), Hugging Face safetensors (model.safetensors), "
+        "PyTorch weights (pytorch_model.bin) or a checkpoint of this project. Where transformers "
+        "and its framework are installed, write safetensors once:\n"
+        '  python -c "import transformers; transformers.BertModel.'
         f"from_pretrained('{directory}'{argument}).save_pretrained('{directory}-safetensors')\"\n"
         "(model.safetensors and config.json; copy vocab.txt beside them) and pass that directory."
     )
 
 
 def detect_checkpoint_format(path: str) -> str:
-    """Which layout `path` holds: "tf1", "safetensors" or "object".
+    """Which layout `path` holds: "tf1", "safetensors", "object" or "pytorch".
 
-    `path` may be a safetensors file, a directory holding `model.safetensors`, a PyTorch
-    weights file (`pytorch_model.bin`, `.pt`, `.pth`) or a directory holding one (or its shard
-    index), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file. Another
-    framework's weights (`tf_model.h5`, `flax_model.msgpack`) are a ValueError that says how to
-    convert them.
+    `path` may be a safetensors file, a PyTorch weights file (`pytorch_model.bin`, `.pt`,
+    `.pth`), a directory holding either (`model.safetensors`, `pytorch_model.bin`, or the shard
+    index of one), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file.
+    Another framework's weights (`tf_model.h5`, `flax_model.msgpack`) are a ValueError that says
+    how to convert them.
     """
     if path.endswith(".safetensors") or (
-        os.path.isdir(path) and os.path.exists(os.path.join(path, "model.safetensors"))
+        os.path.isdir(path)
+        and any(
+            os.path.exists(os.path.join(path, name))
+            for name in (safetensors_bert.WEIGHTS_NAME, safetensors_bert.INDEX_NAME)
+        )
     ):
         return "safetensors"
     if _holds_pytorch_weights(path):

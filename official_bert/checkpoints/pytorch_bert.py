@@ -3,11 +3,9 @@ listed by `pytorch_model.bin.index.json`), read without PyTorch."""
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
 
+from official_bert.checkpoints.hf_shard_index import weight_files
 from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
 from official_bert.checkpoints.safetensors_bert import read_hf_named_weights
 
@@ -20,32 +18,7 @@ FILE_SUFFIXES = (".bin", ".pt", ".pth")
 def pytorch_weight_files(path: str) -> list[str]:
     """The files that hold the weights at `path`: the file itself, or in the directory `path`
     pytorch_model.bin, else the shards its pytorch_model.bin.index.json lists."""
-    if not os.path.isdir(path):
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"PyTorch weights file not found: {path}")
-        return [path]
-    single = os.path.join(path, WEIGHTS_NAME)
-    if os.path.isfile(single):
-        return [single]
-    index = os.path.join(path, INDEX_NAME)
-    if not os.path.isfile(index):
-        raise FileNotFoundError(f"{path}: neither {WEIGHTS_NAME} nor {INDEX_NAME}")
-    with open(index, encoding="utf-8") as reader:
-        try:
-            weight_map = json.load(reader)["weight_map"]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise ValueError(
-                f"{index}: expected JSON with a 'weight_map' of tensor name -> shard file "
-                f"({type(error).__name__}: {error})"
-            ) from None
-    shards = []
-    for name, shard in weight_map.items():
-        shard_path = os.path.join(path, shard)
-        if not os.path.isfile(shard_path):
-            raise FileNotFoundError(f"{index}: {name} is in {shard}, which is not in {path}")
-        if shard_path not in shards:
-            shards.append(shard_path)
-    return shards
+    return weight_files(path, WEIGHTS_NAME, INDEX_NAME, "PyTorch weights")
 
 
 def load_pytorch_arrays(path: str) -> dict[str, np.ndarray]:

@@ -13,6 +13,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from official_bert.atomic_output import atomic_output
+from official_bert.checkpoints.hf_shard_index import weight_files
 from official_bert.checkpoints.variable_table import (
     model_entries,
     raise_if_mismatched,
@@ -150,13 +151,14 @@ def read_hf_config(path: str) -> BertConfig:
 
 
 # === Weights ===
-def resolve_safetensors_path(path: str) -> str:
-    """`path` itself, or `model.safetensors` inside the directory `path`."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "model.safetensors")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"safetensors file not found: {path}")
-    return path
+WEIGHTS_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+
+
+def safetensors_weight_files(path: str) -> list[str]:
+    """The files that hold the weights at `path`: the file itself, or in the directory `path`
+    model.safetensors, else the shards its model.safetensors.index.json lists."""
+    return weight_files(path, WEIGHTS_NAME, INDEX_NAME, "safetensors")
 
 
 def _read_raw_tensor(path: str, header_info: dict, header_size: int) -> np.ndarray:
@@ -170,8 +172,15 @@ def _read_raw_tensor(path: str, header_info: dict, header_size: int) -> np.ndarr
 
 
 def load_safetensors_arrays(path: str) -> dict[str, np.ndarray]:
-    """All tensors of a safetensors file as float32 numpy arrays (BF16/F16 widened)."""
-    path = resolve_safetensors_path(path)
+    """All tensors of the safetensors weights at `path` (a file, or a directory as above), by
+    name; BF16 widened to float32, other types as stored."""
+    arrays = {}
+    for file in safetensors_weight_files(path):
+        arrays.update(_load_safetensors_file(file))
+    return arrays
+
+
+def _load_safetensors_file(path: str) -> dict[str, np.ndarray]:
     with open(path, "rb") as reader:
         header_size = int.from_bytes(reader.read(8), "little")
         header = json.loads(reader.read(header_size))
@@ -192,10 +201,9 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     Returns the number of variables loaded. Raises CheckpointMismatchError listing every missing,
     unexpected or mis-shaped tensor.
     """
-    path = resolve_safetensors_path(path)
-    return read_hf_named_weights(
-        load_safetensors_arrays(path), model, f"safetensors file {path}", require_heads
-    )
+    files = safetensors_weight_files(path)
+    source = f"safetensors file {files[0]}" if len(files) == 1 else f"safetensors shards in {path}"
+    return read_hf_named_weights(load_safetensors_arrays(path), model, source, require_heads)
 
 
 def read_hf_named_weights(

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
+from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
 from official_bert.checkpoints.safetensors_bert import (
     bert_config_from_hf,
     hf_config_from_bert_config,
@@ -125,6 +126,37 @@ def test_missing_and_mis_shaped_tensors_are_listed(tmp_path):
     assert "encoder.layer.0.surprise [2]" in message
     with pytest.raises(FileNotFoundError, match="safetensors file not found"):
         read_safetensors_checkpoint(str(tmp_path / "none.safetensors"), encoder)
+
+
+def test_shards_listed_by_an_index_are_read_as_one_checkpoint(tmp_path):
+    # transformers splits large models into model-0000N-of-0000M.safetensors with an index.
+    model = BertPretrainer(BertEncoder(**tiny_encoder_kwargs()))
+    model.build()
+    tensors = load_file(write_safetensors_checkpoint(model, str(tmp_path / "one.safetensors")))
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    names = sorted(tensors)
+    weight_map = {
+        name: f"model-0000{1 + i % 2}-of-00002.safetensors" for i, name in enumerate(names)
+    }
+    for shard in sorted(set(weight_map.values())):
+        part = {name: tensors[name] for name in names if weight_map[name] == shard}
+        save_file(part, str(sharded / shard))
+    (sharded / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map})
+    )
+    assert detect_checkpoint_format(str(sharded)) == "safetensors"
+    other = BertPretrainer(BertEncoder(**tiny_encoder_kwargs()))
+    other.build()
+    assert load_bert_weights(other, str(sharded), require_heads=True) == "safetensors"
+    for a, b in zip(other.weights, model.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    (sharded / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="model-00002-of-00002.safetensors, which is not"):
+        load_bert_weights(other, str(sharded))
+    (sharded / "model.safetensors.index.json").write_text('{"shards": []}')
+    with pytest.raises(ValueError, match="expected JSON with a 'weight_map'"):
+        load_bert_weights(other, str(sharded))
 
 
 def test_name_table():
