@@ -8,9 +8,12 @@ import json
 import os
 
 
-def weight_files(path: str, single_name: str, index_name: str, what: str) -> list[str]:
-    """The files that hold the weights at `path`: the file itself; or in the directory `path`,
-    `single_name`, else the shards its `index_name` lists (each once, in the index's order).
+def weight_files(
+    path: str, single_name: str, index_name: str, what: str
+) -> list[tuple[str, frozenset[str] | None]]:
+    """The files that hold the weights at `path`, each with the tensor names to take from it
+    (None: all): the file itself; or in the directory `path`, `single_name`, else the shards its
+    `index_name` lists (each once, in the index's order, with the names the index puts there).
 
     what: the kind of weights, for messages ("safetensors", "PyTorch weights").
     Raises FileNotFoundError naming what is missing, or ValueError for an unreadable index.
@@ -18,27 +21,45 @@ def weight_files(path: str, single_name: str, index_name: str, what: str) -> lis
     if not os.path.isdir(path):
         if not os.path.isfile(path):
             raise FileNotFoundError(f"{what} file not found: {path}")
-        return [path]
+        return [(path, None)]
     single = os.path.join(path, single_name)
     if os.path.isfile(single):
-        return [single]
+        return [(single, None)]
     index = os.path.join(path, index_name)
     if not os.path.isfile(index):
         raise FileNotFoundError(f"{path}: neither {single_name} nor {index_name}")
     with open(index, encoding="utf-8") as reader:
         try:
-            weight_map = json.load(reader)["weight_map"]
-            items = list(weight_map.items())
-        except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            items = list(json.load(reader)["weight_map"].items())
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
             raise ValueError(
                 f"{index}: expected JSON with a 'weight_map' of tensor name -> shard file "
-                f"({type(error).__name__}: {error})"
+                f"({type(e).__name__}: {e})"
             ) from None
-    shards = []
+    names_by_shard: dict[str, set[str]] = {}
     for name, shard in items:
-        shard_path = os.path.join(path, str(shard))
+        # Shards sit beside their index: a path elsewhere is damage, or a trap.
+        if (
+            not isinstance(shard, str)
+            or os.path.basename(shard) != shard
+            or shard in ("", ".", "..")
+        ):
+            raise ValueError(f"{index}: {name} is in {shard!r}, not a file name beside the index")
+        shard_path = os.path.join(path, shard)
         if not os.path.isfile(shard_path):
             raise FileNotFoundError(f"{index}: {name} is in {shard}, which is not in {path}")
-        if shard_path not in shards:
-            shards.append(shard_path)
-    return shards
+        names_by_shard.setdefault(shard_path, set()).add(name)
+    return [(shard, frozenset(names)) for shard, names in names_by_shard.items()]
+
+
+def load_shards(files: list[tuple[str, frozenset[str] | None]], load_file) -> dict:
+    """{name: array} of `files` (as weight_files returns them), each read by load_file(file)
+    and keeping the names listed for it."""
+    arrays = {}
+    for file, names in files:
+        arrays.update(
+            (name, value)
+            for name, value in load_file(file).items()
+            if names is None or name in names
+        )
+    return arrays

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from official_bert.checkpoints.hf_shard_index import weight_files
+from official_bert.checkpoints.hf_shard_index import load_shards, weight_files
 from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
 from official_bert.checkpoints.safetensors_bert import read_hf_named_weights
 
@@ -15,23 +15,20 @@ INDEX_NAME = "pytorch_model.bin.index.json"
 FILE_SUFFIXES = (".bin", ".pt", ".pth")
 
 
-def pytorch_weight_files(path: str) -> list[str]:
-    """The files that hold the weights at `path`: the file itself, or in the directory `path`
-    pytorch_model.bin, else the shards its pytorch_model.bin.index.json lists."""
+def pytorch_weight_files(path: str) -> list[tuple[str, frozenset[str] | None]]:
+    """The files that hold the weights at `path` (hf_shard_index.weight_files): the file itself,
+    or in the directory `path` pytorch_model.bin, else the shards its index lists."""
     return weight_files(path, WEIGHTS_NAME, INDEX_NAME, "PyTorch weights")
 
 
 def load_pytorch_arrays(path: str) -> dict[str, np.ndarray]:
     """Every tensor of the PyTorch weights at `path` (a file, or a directory as above)."""
-    arrays = {}
-    for file in pytorch_weight_files(path):
-        arrays.update(load_pytorch_state_dict(file))
-    return arrays
+    return load_shards(pytorch_weight_files(path), load_pytorch_state_dict)
 
 
 def read_pytorch_checkpoint(path: str, model, require_heads: bool = False) -> int:
     """Loads HF-named BERT weights from PyTorch files at `path` into `model`, as
     read_safetensors_checkpoint does from safetensors; returns the number of variables loaded."""
     files = pytorch_weight_files(path)
-    source = f"PyTorch weights {files[0] if len(files) == 1 else path}"
+    source = f"PyTorch weights {files[0][0]}" if len(files) == 1 else f"PyTorch shards in {path}"
     return read_hf_named_weights(load_pytorch_arrays(path), model, source, require_heads)

@@ -13,7 +13,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from official_bert.atomic_output import atomic_output
-from official_bert.checkpoints.hf_shard_index import weight_files
+from official_bert.checkpoints.hf_shard_index import load_shards, weight_files
 from official_bert.checkpoints.variable_table import (
     model_entries,
     raise_if_mismatched,
@@ -155,9 +155,9 @@ WEIGHTS_NAME = "model.safetensors"
 INDEX_NAME = "model.safetensors.index.json"
 
 
-def safetensors_weight_files(path: str) -> list[str]:
-    """The files that hold the weights at `path`: the file itself, or in the directory `path`
-    model.safetensors, else the shards its model.safetensors.index.json lists."""
+def safetensors_weight_files(path: str) -> list[tuple[str, frozenset[str] | None]]:
+    """The files that hold the weights at `path` (hf_shard_index.weight_files): the file itself,
+    or in the directory `path` model.safetensors, else the shards its index lists."""
     return weight_files(path, WEIGHTS_NAME, INDEX_NAME, "safetensors")
 
 
@@ -174,10 +174,7 @@ def _read_raw_tensor(path: str, header_info: dict, header_size: int) -> np.ndarr
 def load_safetensors_arrays(path: str) -> dict[str, np.ndarray]:
     """All tensors of the safetensors weights at `path` (a file, or a directory as above), by
     name; BF16 widened to float32, other types as stored."""
-    arrays = {}
-    for file in safetensors_weight_files(path):
-        arrays.update(_load_safetensors_file(file))
-    return arrays
+    return load_shards(safetensors_weight_files(path), _load_safetensors_file)
 
 
 def _load_safetensors_file(path: str) -> dict[str, np.ndarray]:
@@ -202,7 +199,9 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     unexpected or mis-shaped tensor.
     """
     files = safetensors_weight_files(path)
-    source = f"safetensors file {files[0]}" if len(files) == 1 else f"safetensors shards in {path}"
+    source = (
+        f"safetensors file {files[0][0]}" if len(files) == 1 else f"safetensors shards in {path}"
+    )
     return read_hf_named_weights(load_safetensors_arrays(path), model, source, require_heads)
 
 

@@ -198,6 +198,32 @@ def test_a_pickle_that_would_run_code_is_refused_without_running_it(tmp_path):
         assert not marker.exists()
 
 
+def test_broadcast_views_and_tensor_types_it_does_not_read():
+    # A broadcast view is copied out whole: a small one is read, one that would take far more
+    # memory than its file is refused.
+    np.testing.assert_array_equal(
+        load_pytorch_state_dict(str(WEIGHTS / "broadcast.bin"))["w"], np.zeros((3, 4), np.float32)
+    )
+    huge = WEIGHTS / "broadcast_huge.bin"
+    with pytest.raises(ValueError, match=rf"{huge}: its tensors would take 536870912 bytes from"):
+        load_pytorch_state_dict(str(huge))
+    with pytest.raises(
+        ValueError, match=r"tensors of a kind .* \(torch._utils._rebuild_tensor_v3\)"
+    ):
+        load_pytorch_state_dict(str(WEIGHTS / "uint16.bin"))
+
+
+def test_a_shard_index_naming_files_elsewhere_is_refused(tmp_path):
+    sharded = tmp_path / "sharded"
+    sharded.mkdir()
+    shutil.copy(BERT_ZIP / "pytorch_model.bin", tmp_path / "outside.bin")
+    (sharded / "pytorch_model.bin.index.json").write_text(
+        json.dumps({"weight_map": {"bert.pooler.dense.bias": "../outside.bin"}})
+    )
+    with pytest.raises(ValueError, match=r"'../outside.bin', not a file name beside the index"):
+        load_pytorch_arrays(str(sharded))
+
+
 def test_damaged_and_foreign_files_are_named(tmp_path):
     data = (BERT_ZIP / "pytorch_model.bin").read_bytes()
     cut = tmp_path / "cut_zip.bin"
@@ -225,5 +251,14 @@ def test_damaged_and_foreign_files_are_named(tmp_path):
         archive.writestr("archive/data.pkl", buffer.getvalue())
     with pytest.raises(ValueError, match="holds a list, not a state dict"):
         load_pytorch_state_dict(str(no_tensors))
+    # A byte order other than torch's two.
+    middle = tmp_path / "middle.bin"
+    with zipfile.ZipFile(BERT_ZIP / "pytorch_model.bin") as source:
+        with zipfile.ZipFile(middle, "w") as target:
+            for member in source.namelist():
+                data = source.read(member)
+                target.writestr(member, b"middle" if member.endswith("/byteorder") else data)
+    with pytest.raises(ValueError, match=rf"{middle}: byte order 'middle', expected"):
+        load_pytorch_state_dict(str(middle))
     with pytest.raises(FileNotFoundError, match="PyTorch weights file not found"):
         load_pytorch_state_dict(str(tmp_path / "missing.bin"))
