@@ -15,6 +15,9 @@ understands the two layouts `torch.save` writes and nothing else:
 Its unpickler resolves only the names a state dict needs (`collections.OrderedDict`, the tensor
 and parameter rebuild functions of `torch._utils`, the typed storage classes of `torch`); any
 other name in the pickle is a ValueError naming it, so loading a file never runs its code.
+Every view's offset, sizes and strides are checked to lie in its storage, each storage against
+its size in the file, and the arrays may take at most 8 times the file's size (broadcast views
+are copied out whole), so a damaged or crafted file is an error, not a crash or a memory blow-up.
 Hand-written because neither TensorFlow nor safetensors reads this format.
 """
 
