@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from official_bert.checkpoints import (
+    keras_h5_bert,
     object_checkpoint,
     original_tf1,
     pytorch_bert,
@@ -17,32 +18,30 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
 # object: this project's own tf.train.Checkpoint of a Keras model;
-# pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch).
-CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch")
+# pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch);
+# h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only).
+CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5")
 WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
 
 
 # Weight files of other frameworks that some BERT repositories hold beside pytorch_model.bin:
 # their names, what they are, and the argument of transformers' from_pretrained that reads them.
 _OTHER_FRAMEWORK_FILES = {
-    "tf_model.h5": ("TensorFlow 2 HDF5 weights of transformers", ", from_tf=True"),
     "flax_model.msgpack": ("Flax weights", ", from_flax=True"),
 }
 _OTHER_FRAMEWORK_SUFFIXES = {
-    ".h5": "tf_model.h5",
     ".msgpack": "flax_model.msgpack",
 }
 
 
-def _holds_pytorch_weights(path: str) -> bool:
-    """A .bin/.pt/.pth file that is not part of a TF checkpoint, or a directory with
-    pytorch_model.bin (or its shard index) and no TF checkpoint."""
+def _holds_weights(path: str, names: tuple, suffixes: tuple) -> bool:
+    """A file with one of `suffixes` that is not part of a TF checkpoint, or a directory with
+    one of the files `names` and no TF checkpoint."""
     if os.path.isdir(path):
         return tf.train.latest_checkpoint(path) is None and any(
-            os.path.exists(os.path.join(path, name))
-            for name in (pytorch_bert.WEIGHTS_NAME, pytorch_bert.INDEX_NAME)
+            os.path.exists(os.path.join(path, name)) for name in names
         )
-    return path.endswith(pytorch_bert.FILE_SUFFIXES) and not tf.io.gfile.exists(path + ".index")
+    return path.endswith(suffixes) and not tf.io.gfile.exists(path + ".index")
 
 
 def _refuse_other_frameworks(path: str) -> None:
@@ -65,8 +64,9 @@ def _refuse_other_frameworks(path: str) -> None:
     raise ValueError(
         f"{path}: {what} ({', '.join(found)}) are not read here. BERT weights are read from an "
         "original TF checkpoint (bert_model.ckpt), Hugging Face safetensors (model.safetensors), "
-        "PyTorch weights (pytorch_model.bin) or a checkpoint of this project. Where transformers "
-        "and its framework are installed, write safetensors once:\n"
+        "PyTorch (pytorch_model.bin) or TensorFlow 2 (tf_model.h5) weights, or a checkpoint of "
+        "this project. Where transformers and its framework are installed, write safetensors "
+        "once:\n"
         '  python -c "import transformers; transformers.BertModel.'
         f"from_pretrained('{directory}'{argument}).save_pretrained('{directory}-safetensors')\"\n"
         "(model.safetensors and config.json; copy vocab.txt beside them) and pass that directory."
@@ -74,13 +74,13 @@ def _refuse_other_frameworks(path: str) -> None:
 
 
 def detect_checkpoint_format(path: str) -> str:
-    """Which layout `path` holds: "tf1", "safetensors", "object" or "pytorch".
+    """Which layout `path` holds: "tf1", "safetensors", "object", "pytorch" or "h5".
 
     `path` may be a safetensors file, a PyTorch weights file (`pytorch_model.bin`, `.pt`,
-    `.pth`), a directory holding either (`model.safetensors`, `pytorch_model.bin`, or the shard
-    index of one), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file.
-    Another framework's weights (`tf_model.h5`, `flax_model.msgpack`) are a ValueError that says
-    how to convert them.
+    `.pth`), transformers' `tf_model.h5`, a directory holding one of them (or the shard index
+    of the first two), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file
+    (preferred to other files beside it). Flax weights (`flax_model.msgpack`) are a ValueError
+    that says how to convert them.
     """
     if path.endswith(".safetensors") or (
         os.path.isdir(path)
@@ -90,8 +90,12 @@ def detect_checkpoint_format(path: str) -> str:
         )
     ):
         return "safetensors"
-    if _holds_pytorch_weights(path):
+    if _holds_weights(
+        path, (pytorch_bert.WEIGHTS_NAME, pytorch_bert.INDEX_NAME), pytorch_bert.FILE_SUFFIXES
+    ):
         return "pytorch"
+    if _holds_weights(path, (keras_h5_bert.WEIGHTS_NAME,), (keras_h5_bert.FILE_SUFFIX,)):
+        return "h5"
     _refuse_other_frameworks(path)
     prefix = original_tf1.resolve_checkpoint_prefix(path)
     names = [name for name, _ in tf.train.list_variables(prefix)]
@@ -123,6 +127,8 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
             object_checkpoint.read_object_checkpoint(path, model, **kwargs)
         elif checkpoint_format == "pytorch":
             pytorch_bert.read_pytorch_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "h5":
+            keras_h5_bert.read_h5_checkpoint(path, model, **kwargs)
         else:
             raise ValueError(
                 f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"

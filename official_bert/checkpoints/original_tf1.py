@@ -70,7 +70,30 @@ def read_original_checkpoint(
     """
     prefix = resolve_checkpoint_prefix(path)
     reader = tf.train.load_checkpoint(prefix)
-    shapes = reader.get_variable_to_shape_map()
+    return load_tf1_named_weights(
+        reader.get_variable_to_shape_map(),
+        reader.get_tensor,
+        model,
+        f"original checkpoint {prefix}",
+        require_heads=require_heads,
+        scope_prefix=scope_prefix,
+    )
+
+
+def load_tf1_named_weights(
+    shapes: dict,
+    get_tensor,
+    model,
+    source: str,
+    require_heads: bool = False,
+    scope_prefix: str = "",
+) -> list[WeightEntry]:
+    """Loads weights under the original TF1 names (layout included) into `model`.
+
+    shapes: {name: shape} of what the source holds; get_tensor(name): its value as numpy.
+    source: what they were read from, for messages ("original checkpoint PREFIX", ...).
+    The other arguments and the result are those of read_original_checkpoint.
+    """
     entries = model_entries(model)
 
     names = {scope_prefix + entry.tf1_name for entry in entries}
@@ -85,10 +108,10 @@ def read_original_checkpoint(
         bare = name[len(scope_prefix) :] if name.startswith(scope_prefix) else name
         if _KNOWN_HEAD_VARIABLE.match(bare):
             continue
-        unexpected.append(f"{name} {shapes[name]}")
+        unexpected.append(f"{name} {list(shapes[name])}")
 
     mis_shaped = [
-        f"{e.tf1_name}: checkpoint {shapes[scope_prefix + e.tf1_name]}, model expects "
+        f"{e.tf1_name}: checkpoint {list(shapes[scope_prefix + e.tf1_name])}, model expects "
         f"{list(e.tf1_shape)}"
         for e in entries
         if e not in missing
@@ -96,7 +119,7 @@ def read_original_checkpoint(
         and tuple(shapes[scope_prefix + e.tf1_name]) != tuple(e.tf1_shape)
     ]
     raise_if_mismatched(
-        f"checkpoint {prefix}",
+        source,
         model,
         [f"{e.tf1_name} {list(e.tf1_shape)}" for e in missing],
         mis_shaped,
@@ -105,11 +128,11 @@ def read_original_checkpoint(
 
     loaded = [e for e in entries if e.part not in skipped_parts]
     for entry in loaded:
-        value = reader.get_tensor(scope_prefix + entry.tf1_name)
+        value = get_tensor(scope_prefix + entry.tf1_name)
         entry.variable.assign(entry.to_model_value(value).astype(entry.variable.dtype))
     for part in sorted(skipped_parts):
-        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, prefix)
-    logging.info("Loaded %d variables from original checkpoint %s", len(loaded), prefix)
+        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, source)
+    logging.info("Loaded %d variables from %s", len(loaded), source)
     return loaded
 
 

@@ -67,25 +67,20 @@ def test_detection_errors(tmp_path):
 
 
 def test_other_frameworks_weights_say_how_to_convert_them(original_tiny_dir, tmp_path):
-    # A Hub download with only transformers' TF 2 or Flax weights (PyTorch's pytorch_model.bin
-    # is read: tests/checkpoints/test_pytorch_state_dict.py).
-    hub = tmp_path / "chinese-bert"
+    # A Hub download with only Flax weights (PyTorch's and TensorFlow 2's are read:
+    # test_pytorch_state_dict.py, test_keras_h5_bert.py).
+    hub = tmp_path / "flax-bert"
     hub.mkdir()
-    for name in ("tf_model.h5", "flax_model.msgpack", "config.json", "vocab.txt"):
+    for name in ("flax_model.msgpack", "config.json", "vocab.txt"):
         (hub / name).write_bytes(b"\0" * 64)
     with pytest.raises(ValueError) as error:
         load_bert_weights(BertEncoder(**tiny_encoder_kwargs()), str(hub))
     message = str(error.value)
+    assert f"{hub}: Flax weights (flax_model.msgpack) are not read here" in message
     assert (
-        f"{hub}: TensorFlow 2 HDF5 weights of transformers (tf_model.h5, flax_model.msgpack) "
-        "are not read here"
-    ) in message
-    assert (
-        f"transformers.BertModel.from_pretrained('{hub}', from_tf=True)"
+        f"transformers.BertModel.from_pretrained('{hub}', from_flax=True)"
         f".save_pretrained('{hub}-safetensors')"
     ) in message
-    with pytest.raises(ValueError, match=r"Flax weights"):
-        detect_checkpoint_format(str(hub / "flax_model.msgpack"))
     with pytest.raises(ValueError, match=r"from_pretrained\('.*', from_flax=True\)"):
         detect_checkpoint_format(str(hub / "flax_model.msgpack"))
     # Beside a TF checkpoint, such files are left alone: the checkpoint is read.

@@ -1,5 +1,5 @@
 """PyTorch weight files read without PyTorch: files torch.save wrote (tests/fixtures/
-pytorch_weights, made by tests/fixtures/make_pytorch_weights.py) against the values and model
+hf_weights, made by tests/fixtures/make_hf_weights.py) against the values and model
 outputs PyTorch computed from them."""
 
 import io
@@ -18,15 +18,19 @@ from official_bert.checkpoints import (
     save_bert_weights,
 )
 from official_bert.checkpoints.conversion import convert_checkpoint
-from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.checkpoints.loading import read_bert_config
 from official_bert.checkpoints.pytorch_bert import load_pytorch_arrays
 from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
-from official_bert.models import BertEncoder, BertPretrainer
-from tests.conftest import FIXTURES
+from official_bert.models import BertEncoder
+from tests.checkpoints.hf_weights_reference import (
+    HF_WEIGHTS,
+    assert_matches_pytorch,
+    built_pretrainer,
+)
 
-WEIGHTS = FIXTURES / "pytorch_weights"
+WEIGHTS = HF_WEIGHTS
 BERT_ZIP = WEIGHTS / "bert"
 BERT_LEGACY = WEIGHTS / "bert_legacy"
 
@@ -61,42 +65,13 @@ def test_the_legacy_layout_holds_the_same_tensors():
     )
 
 
-def _pretrainer_from(directory):
-    config = read_bert_config(find_bert_config(str(directory)))
-    model = BertPretrainer(BertEncoder.from_bert_config(config))
-    model.build()
-    return model
-
-
 @pytest.mark.parametrize("directory", [BERT_ZIP, BERT_LEGACY], ids=["zip", "legacy"])
 def test_bert_matches_pytorch_on_its_own_weights(directory):
     # config.json says hidden_act "gelu" (HF: the erf form); read_bert_config maps it.
-    model = _pretrainer_from(BERT_ZIP)
+    model = built_pretrainer(BERT_ZIP)
     assert detect_checkpoint_format(str(directory)) == "pytorch"
     assert load_bert_weights(model, str(directory), require_heads=True) == "pytorch"
-    reference = np.load(BERT_ZIP / "outputs.npz")
-    outputs = model(
-        {
-            "input_word_ids": reference["input_ids"],
-            "input_mask": reference["input_mask"],
-            "input_type_ids": reference["token_type_ids"],
-            "masked_lm_positions": reference["masked_lm_positions"],
-        },
-        training=False,
-    )
-    valid = reference["input_mask"].astype(bool)
-    np.testing.assert_allclose(
-        outputs["sequence_output"].numpy()[valid], reference["sequence_output"][valid], atol=1e-5
-    )
-    np.testing.assert_allclose(
-        outputs["pooled_output"].numpy(), reference["pooler_output"], atol=1e-5
-    )
-    np.testing.assert_allclose(
-        outputs["mlm_logits"].numpy(), reference["mlm_logits"], atol=1e-4, rtol=1e-5
-    )
-    np.testing.assert_allclose(
-        outputs["next_sentence_logits"].numpy(), reference["nsp_logits"], atol=1e-5
-    )
+    assert_matches_pytorch(model)
 
 
 def test_a_file_of_another_name_and_shards_listed_by_an_index(tmp_path):
@@ -115,9 +90,9 @@ def test_a_file_of_another_name_and_shards_listed_by_an_index(tmp_path):
     (sharded / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": weight_map}))
     shutil.copy(BERT_ZIP / "config.json", sharded / "config.json")
     assert detect_checkpoint_format(str(sharded)) == "pytorch"
-    model = _pretrainer_from(sharded)
+    model = built_pretrainer(sharded)
     load_bert_weights(model, str(sharded), require_heads=True)
-    reference = _pretrainer_from(BERT_ZIP)
+    reference = built_pretrainer(BERT_ZIP)
     load_bert_weights(reference, str(single), require_heads=True)
     for got, want in zip(model.weights, reference.weights, strict=True):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
@@ -140,12 +115,12 @@ def test_detection_prefers_a_tf_checkpoint_and_safetensors_beside_it(original_ti
 
 
 def test_converted_to_safetensors_and_tf1_the_model_is_unchanged(tmp_path):
-    model = _pretrainer_from(BERT_ZIP)
+    model = built_pretrainer(BERT_ZIP)
     load_bert_weights(model, str(BERT_ZIP), require_heads=True)
     for output_format in ("safetensors", "tf1"):
         written = convert_checkpoint(str(BERT_ZIP), str(tmp_path / output_format), output_format)
         assert detect_checkpoint_format(written) == output_format
-        converted = _pretrainer_from(BERT_ZIP)
+        converted = built_pretrainer(BERT_ZIP)
         load_bert_weights(converted, written, require_heads=True)
         for got, want in zip(converted.weights, model.weights, strict=True):
             np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -1,0 +1,73 @@
+"""transformers' TensorFlow 2 weights (tf_model.h5): a file transformers 4.57 wrote (tests/fixtures/
+hf_weights/bert_tf2, made by tests/fixtures/make_hf_weights.py --part=tf2) from the same weights
+as the PyTorch fixture, against the outputs PyTorch computed."""
+
+import numpy as np
+import pytest
+
+from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
+from official_bert.checkpoints.conversion import convert_checkpoint
+from official_bert.checkpoints.keras_h5_bert import load_h5_arrays, tf1_name
+from tests.checkpoints.hf_weights_reference import (
+    HF_WEIGHTS,
+    assert_matches_pytorch,
+    built_pretrainer,
+)
+
+WEIGHTS = HF_WEIGHTS
+BERT_TF2 = WEIGHTS / "bert_tf2"
+
+
+def test_bert_matches_pytorch_on_the_same_weights():
+    model = built_pretrainer()
+    assert detect_checkpoint_format(str(BERT_TF2)) == "h5"
+    assert detect_checkpoint_format(str(BERT_TF2 / "tf_model.h5")) == "h5"
+    assert load_bert_weights(model, str(BERT_TF2), require_heads=True) == "h5"
+    assert_matches_pytorch(model)
+    # The same values as the PyTorch file of the same weights, variable by variable.
+    from_pytorch = built_pretrainer()
+    load_bert_weights(from_pytorch, str(WEIGHTS / "bert"), require_heads=True)
+    for got, want in zip(model.weights, from_pytorch.weights, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_names_map_to_the_original_layout():
+    assert (
+        tf1_name("tf_bert_model/bert/encoder/layer_._11/attention/self/query/kernel:0")
+        == "bert/encoder/layer_11/attention/self/query/kernel"
+    )
+    assert (
+        tf1_name("tf_bert_for_pre_training/bert/embeddings/word_embeddings/weight:0")
+        == "bert/embeddings/word_embeddings"
+    )
+    assert tf1_name("m/mlm___cls/predictions/bias:0") == "cls/predictions/output_bias"
+    assert tf1_name("m/classifier/kernel:0") == "output_weights"
+    arrays = load_h5_arrays(str(BERT_TF2))
+    # The original stores the NSP weights [2, hidden]; transformers' Dense kernel is [hidden, 2].
+    assert arrays["cls/seq_relationship/output_weights"].shape == (2, 32)
+    assert arrays["bert/encoder/layer_1/intermediate/dense/kernel"].shape == (32, 48)
+
+
+def test_converted_to_the_original_layout(tmp_path):
+    model = built_pretrainer()
+    load_bert_weights(model, str(BERT_TF2), require_heads=True)
+    written = convert_checkpoint(str(BERT_TF2), str(tmp_path / "tf1"), "tf1")
+    converted = built_pretrainer()
+    load_bert_weights(converted, written, require_heads=True)
+    for got, want in zip(converted.weights, model.weights, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_files_that_are_not_its_weights_are_named(tmp_path):
+    junk = tmp_path / "tf_model.h5"
+    junk.write_bytes(b"\0" * 64)
+    with pytest.raises(ValueError, match=rf"{junk}: not a readable HDF5 file"):
+        load_bert_weights(built_pretrainer(), str(tmp_path))
+    import h5py
+
+    keras3 = tmp_path / "keras3" / "tf_model.h5"
+    keras3.parent.mkdir()
+    with h5py.File(keras3, "w") as file:
+        file.create_dataset("vars/0", data=np.zeros(2))
+    with pytest.raises(ValueError, match="not Keras 2 save_weights HDF5"):
+        load_bert_weights(built_pretrainer(), str(keras3))
