@@ -1,5 +1,5 @@
 """Converts BERT weights between the original TF1 layout, safetensors (HF names) and ours; reads
-PyTorch's pytorch_model.bin (HF names) too, without PyTorch.
+PyTorch's pytorch_model.bin (without PyTorch) and transformers' tf_model.h5 too.
 
   python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
     --output_dir=/tmp/bert_safetensors --output_format=safetensors
@@ -20,7 +20,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_string(
     "input_checkpoint",
     None,
-    "TF1 checkpoint prefix, .safetensors file, pytorch_model.bin, or a directory of one of them.",
+    "TF1 checkpoint prefix, .safetensors, pytorch_model.bin or tf_model.h5 file, or a directory "
+    "of one of them.",
 )
 flags.DEFINE_enum("input_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
 flags.DEFINE_string("bert_config_file", None, "Default: bert_config.json/config.json beside input.")

@@ -27,7 +27,7 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "model_checkpoint_path",
     None,
-    "Weights: an original TF1 checkpoint, safetensors, pytorch_model.bin, or ours.",
+    "Weights: an original TF1 checkpoint, safetensors, pytorch_model.bin, tf_model.h5, or ours.",
 )
 flags.DEFINE_enum("checkpoint_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
 flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (packaged as an asset).")
