@@ -63,3 +63,11 @@ def load_shards(files: list[tuple[str, frozenset[str] | None]], load_file) -> di
             if names is None or name in names
         )
     return arrays
+
+
+def describe_weight_files(
+    files: list[tuple[str, frozenset[str] | None]], path: str, file_label: str, shards_label: str
+) -> str:
+    """What `files` (from weight_files(path, ...)) are, for messages: "FILE_LABEL F" for one
+    file, "SHARDS_LABEL in PATH" for several."""
+    return f"{file_label} {files[0][0]}" if len(files) == 1 else f"{shards_label} in {path}"

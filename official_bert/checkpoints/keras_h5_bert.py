@@ -92,12 +92,13 @@ def read_h5_checkpoint(path: str, model, require_heads: bool = False) -> int:
     """Loads a transformers `tf_model.h5` (file or directory) into `model`, as
     read_original_checkpoint does from the original layout; returns the number of variables
     loaded."""
+    path = h5_weights_path(path)
     arrays = load_h5_arrays(path)
     loaded = load_tf1_named_weights(
         {name: value.shape for name, value in arrays.items()},
         arrays.__getitem__,
         model,
-        f"TensorFlow 2 HDF5 weights {h5_weights_path(path)}",
+        f"TensorFlow 2 HDF5 weights {path}",
         require_heads=require_heads,
     )
     return len(loaded)

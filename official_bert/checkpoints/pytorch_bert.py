@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from official_bert.checkpoints.hf_shard_index import load_shards, weight_files
+from official_bert.checkpoints.hf_shard_index import (
+    describe_weight_files,
+    load_shards,
+    weight_files,
+)
 from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
 from official_bert.checkpoints.safetensors_bert import read_hf_named_weights
 
@@ -30,5 +34,9 @@ def read_pytorch_checkpoint(path: str, model, require_heads: bool = False) -> in
     """Loads HF-named BERT weights from PyTorch files at `path` into `model`, as
     read_safetensors_checkpoint does from safetensors; returns the number of variables loaded."""
     files = pytorch_weight_files(path)
-    source = f"PyTorch weights {files[0][0]}" if len(files) == 1 else f"PyTorch shards in {path}"
-    return read_hf_named_weights(load_pytorch_arrays(path), model, source, require_heads)
+    return read_hf_named_weights(
+        load_shards(files, load_pytorch_state_dict),
+        model,
+        describe_weight_files(files, path, "PyTorch weights", "PyTorch shards"),
+        require_heads,
+    )

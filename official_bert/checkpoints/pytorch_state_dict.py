@@ -282,14 +282,15 @@ def _read_legacy_layout(path: str):
     return tensors, storages, byteorder
 
 
-def _materialize(name: str, tensor: _PendingTensor, storages: dict, byteorder: str, path: str):
-    """The tensor's values as a new contiguous numpy array (bfloat16 widened to float32)."""
-    ref = tensor.storage
-    if ref.key not in storages:
-        raise ValueError(f"{path}: tensor {name}: its storage {ref.key} is not in the file")
-    dtype = ref.dtype.newbyteorder("<" if byteorder == "little" else ">")
-    storage = np.frombuffer(storages[ref.key], dtype=dtype, count=ref.numel)
-    # The view must lie inside its storage: as_strided reads wherever the strides point.
+def _array_dtype(ref: _StorageRef) -> np.dtype:
+    """The element type of the arrays read from `ref`: its own, bfloat16 widened to float32."""
+    return np.dtype(np.float32) if ref.dtype == _BFLOAT16 else ref.dtype
+
+
+def _check_view(name: str, tensor: _PendingTensor, path: str) -> None:
+    """Raises a ValueError unless the tensor's offset, shape and strides (from the pickle, so
+    anything) are plain ints whose view lies inside its storage: as_strided reads wherever the
+    strides point."""
     offset, shape, strides = tensor.offset, tensor.shape, tensor.strides
     if not (
         _is_count(offset)
@@ -303,22 +304,32 @@ def _materialize(name: str, tensor: _PendingTensor, storages: dict, byteorder: s
             "do not describe a view"
         )
     if 0 in shape:
-        return np.zeros(shape, np.float32 if ref.dtype == _BFLOAT16 else ref.dtype)
+        return
     last = offset + sum((size - 1) * step for size, step in zip(shape, strides, strict=True))
-    if last >= ref.numel:
+    if last >= tensor.storage.numel:
         raise ValueError(
             f"{path}: tensor {name}: shape {list(shape)} with strides {list(strides)} at offset "
-            f"{offset} reaches past its storage of {ref.numel} elements"
+            f"{offset} reaches past its storage of {tensor.storage.numel} elements"
         )
+
+
+def _materialize(name: str, tensor: _PendingTensor, storages: dict, byteorder: str, path: str):
+    """The values of a tensor that passed _check_view, as a new contiguous numpy array."""
+    ref = tensor.storage
+    if ref.key not in storages:
+        raise ValueError(f"{path}: tensor {name}: its storage {ref.key} is not in the file")
+    if 0 in tensor.shape:
+        return np.zeros(tensor.shape, _array_dtype(ref))
+    dtype = ref.dtype.newbyteorder("<" if byteorder == "little" else ">")
+    storage = np.frombuffer(storages[ref.key], dtype=dtype, count=ref.numel)
     view = np.lib.stride_tricks.as_strided(
-        storage[offset:],
-        shape=shape,
-        strides=[step * dtype.itemsize for step in strides],
+        storage[tensor.offset :],
+        shape=tensor.shape,
+        strides=[step * dtype.itemsize for step in tensor.strides],
         writeable=False,
     )
-    if ref.dtype == _BFLOAT16:
-        return view.astype(np.float32)
-    return np.array(view, dtype=ref.dtype, order="C")  # a copy: the file's bytes are freed
+    # A copy either way: the file's bytes are freed.
+    return np.array(view, dtype=_array_dtype(ref), order="C")
 
 
 def _tensor_dict(state, path: str) -> dict:
@@ -376,20 +387,20 @@ def load_pytorch_state_dict(path: str) -> dict[str, np.ndarray]:
             raise ValueError(f"{path}: not a zip file torch.save wrote ({error})") from None
     else:
         tensors, storages, byteorder = _read_legacy_layout(path)
+    for name, tensor in tensors.items():
+        _check_view(name, tensor, path)
     # Views with more elements than their storage (broadcasts, stride 0) are copied out whole:
     # a small file could ask for any amount of memory. Tied weights and widened bfloat16 take
     # at most a few times the file's size.
-    budget = max(_MEMORY_PER_FILE_BYTE * os.path.getsize(path), _MEMORY_FLOOR)
+    file_size = os.path.getsize(path)
     needed = sum(
-        math.prod(tensor.shape)
-        * (4 if tensor.storage.dtype == _BFLOAT16 else tensor.storage.dtype.itemsize)
+        math.prod(tensor.shape) * _array_dtype(tensor.storage).itemsize
         for tensor in tensors.values()
-        if isinstance(tensor.shape, tuple) and all(_is_count(size) for size in tensor.shape)
     )
-    if needed > budget:
+    if needed > max(_MEMORY_PER_FILE_BYTE * file_size, _MEMORY_FLOOR):
         raise ValueError(
-            f"{path}: its tensors would take {needed} bytes from a file of "
-            f"{os.path.getsize(path)} (broadcast views); save them with .contiguous()"
+            f"{path}: its tensors would take {needed} bytes from a file of {file_size} "
+            "(broadcast views); save them with .contiguous()"
         )
     return {
         name: _materialize(name, tensor, storages, byteorder, path)

@@ -13,7 +13,11 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from official_bert.atomic_output import atomic_output
-from official_bert.checkpoints.hf_shard_index import load_shards, weight_files
+from official_bert.checkpoints.hf_shard_index import (
+    describe_weight_files,
+    load_shards,
+    weight_files,
+)
 from official_bert.checkpoints.variable_table import (
     model_entries,
     raise_if_mismatched,
@@ -199,10 +203,12 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     unexpected or mis-shaped tensor.
     """
     files = safetensors_weight_files(path)
-    source = (
-        f"safetensors file {files[0][0]}" if len(files) == 1 else f"safetensors shards in {path}"
+    return read_hf_named_weights(
+        load_shards(files, _load_safetensors_file),
+        model,
+        describe_weight_files(files, path, "safetensors file", "safetensors shards"),
+        require_heads,
     )
-    return read_hf_named_weights(load_safetensors_arrays(path), model, source, require_heads)
 
 
 def read_hf_named_weights(
