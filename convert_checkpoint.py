@@ -1,5 +1,6 @@
 """Converts BERT weights between the original TF1 layout, safetensors (HF names) and ours; reads
-PyTorch's pytorch_model.bin (without PyTorch) and transformers' tf_model.h5 too.
+PyTorch's pytorch_model.bin (without PyTorch), transformers' tf_model.h5 and keras-hub presets
+too.
 
   python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
     --output_dir=/tmp/bert_safetensors --output_format=safetensors
@@ -21,11 +22,13 @@ flags.DEFINE_string(
     "input_checkpoint",
     None,
     "TF1 checkpoint prefix, .safetensors, pytorch_model.bin or tf_model.h5 file, or a directory "
-    "of one of them.",
+    "of one of them or a keras-hub preset.",
 )
 flags.DEFINE_enum("input_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
 flags.DEFINE_string("bert_config_file", None, "Default: bert_config.json/config.json beside input.")
-flags.DEFINE_string("vocab_file", None, "Default: vocab.txt beside the input, if any.")
+flags.DEFINE_string(
+    "vocab_file", None, "Default: vocab.txt (or a keras-hub preset's) beside the input."
+)
 flags.DEFINE_string("output_dir", None, "Directory for the converted weights and their files.")
 flags.DEFINE_enum("output_format", "tf1", list(WRITABLE_CHECKPOINT_FORMATS), "Layout to write.")
 flags.mark_flags_as_required(["input_checkpoint", "output_dir"])

@@ -27,15 +27,20 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "model_checkpoint_path",
     None,
-    "Weights: an original TF1 checkpoint, safetensors, pytorch_model.bin, tf_model.h5, or ours.",
+    "Weights: an original TF1 checkpoint, safetensors, pytorch_model.bin, tf_model.h5, a "
+    "keras-hub preset, or ours.",
 )
 flags.DEFINE_enum("checkpoint_format", None, list(CHECKPOINT_FORMATS), "Default: detected.")
-flags.DEFINE_string("vocab_file", None, "vocab.txt of the model (packaged as an asset).")
+flags.DEFINE_string(
+    "vocab_file",
+    None,
+    "vocab.txt of the model (packaged as an asset; default: the one beside the checkpoint).",
+)
 flags.DEFINE_bool(
     "do_lower_case",
     None,
-    "Uncased model (default: guessed from the vocab/checkpoint path, else "
-    "from the vocab's letters).",
+    "Uncased model (default: a keras-hub preset's casing, else guessed from the "
+    "vocab/checkpoint path, else from the vocab's letters).",
 )
 flags.DEFINE_enum("export_type", "model", list(EXPORT_TYPES), "What to export.")
 flags.DEFINE_string("export_path", None, "Directory of the SavedModel (must not exist).")
@@ -49,7 +54,7 @@ flags.DEFINE_bool("overwrite", False, "Replace an existing export_path.")
 flags.DEFINE_integer(
     "fill_mask_top_k", 5, "fill_mask: tokens returned per [MASK] (texts of default_seq_length)."
 )
-flags.mark_flags_as_required(["vocab_file", "export_path"])
+flags.mark_flags_as_required(["export_path"])
 
 
 def main(_):

@@ -63,13 +63,7 @@ def convert_checkpoint(
         )
     config = loading.read_bert_config(bert_config_file)
     if vocab_file is None:
-        candidate = os.path.join(
-            input_checkpoint
-            if os.path.isdir(input_checkpoint)
-            else os.path.dirname(input_checkpoint),
-            "vocab.txt",
-        )
-        vocab_file = candidate if os.path.exists(candidate) else None
+        vocab_file = loading.find_vocab_file(input_checkpoint)
     if vocab_file is not None:
         check_vocab_matches_config(config, vocab_file, bert_config_file)
 

@@ -16,7 +16,7 @@ import re
 
 import numpy as np
 
-from official_bert.checkpoints.original_tf1 import load_tf1_named_weights
+from official_bert.checkpoints.original_tf1 import load_tf1_named_arrays
 
 WEIGHTS_NAME = "tf_model.h5"
 FILE_SUFFIX = ".h5"
@@ -93,12 +93,6 @@ def read_h5_checkpoint(path: str, model, require_heads: bool = False) -> int:
     read_original_checkpoint does from the original layout; returns the number of variables
     loaded."""
     path = h5_weights_path(path)
-    arrays = load_h5_arrays(path)
-    loaded = load_tf1_named_weights(
-        {name: value.shape for name, value in arrays.items()},
-        arrays.__getitem__,
-        model,
-        f"TensorFlow 2 HDF5 weights {path}",
-        require_heads=require_heads,
+    return load_tf1_named_arrays(
+        load_h5_arrays(path), model, f"TensorFlow 2 HDF5 weights {path}", require_heads
     )
-    return len(loaded)

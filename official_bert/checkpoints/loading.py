@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_bert.checkpoints import (
     keras_h5_bert,
+    keras_hub_preset,
     object_checkpoint,
     original_tf1,
     pytorch_bert,
@@ -19,8 +20,9 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 # safetensors: HF BertModel names in a .safetensors file;
 # object: this project's own tf.train.Checkpoint of a Keras model;
 # pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch);
-# h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only).
-CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5")
+# h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only);
+# keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (read only).
+CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5", "keras_hub")
 WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
 
 
@@ -34,14 +36,22 @@ _OTHER_FRAMEWORK_SUFFIXES = {
 }
 
 
+def _holds_tf_checkpoint(path: str) -> bool:
+    """A directory with a TF `checkpoint` state file, or a file that is a TF checkpoint's
+    prefix (its .index beside it)."""
+    if os.path.isdir(path):
+        return tf.train.latest_checkpoint(path) is not None
+    return tf.io.gfile.exists(path + ".index")
+
+
 def _holds_weights(path: str, names: tuple, suffixes: tuple) -> bool:
     """A file with one of `suffixes` that is not part of a TF checkpoint, or a directory with
     one of the files `names` and no TF checkpoint."""
+    if _holds_tf_checkpoint(path):
+        return False
     if os.path.isdir(path):
-        return tf.train.latest_checkpoint(path) is None and any(
-            os.path.exists(os.path.join(path, name)) for name in names
-        )
-    return path.endswith(suffixes) and not tf.io.gfile.exists(path + ".index")
+        return any(os.path.exists(os.path.join(path, name)) for name in names)
+    return path.endswith(suffixes)
 
 
 def _refuse_other_frameworks(path: str) -> None:
@@ -74,12 +84,14 @@ def _refuse_other_frameworks(path: str) -> None:
 
 
 def detect_checkpoint_format(path: str) -> str:
-    """Which layout `path` holds: "tf1", "safetensors", "object", "pytorch" or "h5".
+    """Which layout `path` holds: "tf1", "safetensors", "object", "pytorch", "h5" or
+    "keras_hub".
 
     `path` may be a safetensors file, a PyTorch weights file (`pytorch_model.bin`, `.pt`,
     `.pth`), transformers' `tf_model.h5`, a directory holding one of them (or the shard index
-    of the first two), a TF checkpoint prefix, or a directory with a TF `checkpoint` state file
-    (preferred to other files beside it). Flax weights (`flax_model.msgpack`) are a ValueError
+    of the first two), a keras-hub preset directory (or its Keras 3 `model.weights.h5`), a TF
+    checkpoint prefix, or a directory with a TF `checkpoint` state file (preferred to other
+    files beside it). Flax weights (`flax_model.msgpack`) are a ValueError
     that says how to convert them.
     """
     if path.endswith(".safetensors") or (
@@ -94,6 +106,8 @@ def detect_checkpoint_format(path: str) -> str:
         path, (pytorch_bert.WEIGHTS_NAME, pytorch_bert.INDEX_NAME), pytorch_bert.FILE_SUFFIXES
     ):
         return "pytorch"
+    if keras_hub_preset.holds_keras_hub_preset(path) and not _holds_tf_checkpoint(path):
+        return "keras_hub"
     if _holds_weights(path, (keras_h5_bert.WEIGHTS_NAME,), (keras_h5_bert.FILE_SUFFIX,)):
         return "h5"
     _refuse_other_frameworks(path)
@@ -129,6 +143,8 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
             pytorch_bert.read_pytorch_checkpoint(path, model, **kwargs)
         elif checkpoint_format == "h5":
             keras_h5_bert.read_h5_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "keras_hub":
+            keras_hub_preset.read_keras_hub_checkpoint(path, model, **kwargs)
         else:
             raise ValueError(
                 f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
@@ -151,11 +167,12 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
 
 
 def read_bert_config(path: str):
-    """A BertConfig from an original `bert_config.json` or a Hugging Face `config.json`.
+    """A BertConfig from an original `bert_config.json`, a Hugging Face `config.json` or a
+    keras-hub preset's `config.json` (a BertBackbone's).
 
-    The two spell "gelu" differently (tanh form in the original, erf form in HF), so they must
-    not be confused: a file with HF-only keys (`model_type`, `architectures`, `layer_norm_eps`)
-    is read as HF.
+    The first two spell "gelu" differently (tanh form in the original, erf form in HF), so they
+    must not be confused: a file with HF-only keys (`model_type`, `architectures`,
+    `layer_norm_eps`) is read as HF.
     """
     import json
 
@@ -170,6 +187,8 @@ def read_bert_config(path: str):
             raise BertConfigError(f"{path}: not valid JSON ({error})") from None
     if isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(values):
         return safetensors_bert.bert_config_from_hf(values, source=path)
+    if keras_hub_preset.is_keras_hub_config(values):
+        return keras_hub_preset.bert_config_from_keras_hub(values, source=path)
     return BertConfig.from_dict(values, source=path)
 
 
@@ -185,3 +204,27 @@ def find_bert_config(init_checkpoint: str | None) -> str | None:
         if os.path.exists(candidate):
             return candidate
     return None
+
+
+def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
+    """The vocab that sits beside a checkpoint or config file: vocab.txt, or a keras-hub
+    preset's assets/tokenizer/vocabulary.txt; None where there is neither."""
+    if not checkpoint_or_config:
+        return None
+    directory = (
+        checkpoint_or_config
+        if os.path.isdir(checkpoint_or_config)
+        else os.path.dirname(checkpoint_or_config)
+    )
+    candidate = os.path.join(directory, "vocab.txt")
+    if os.path.exists(candidate):
+        return candidate
+    return keras_hub_preset.preset_vocab_file(directory or ".")
+
+
+def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
+    """The casing a checkpoint's own files record (a keras-hub preset's tokenizer.json), or
+    None where they record none (the original checkpoints' casing is in their names)."""
+    if not checkpoint_or_config:
+        return None
+    return keras_hub_preset.preset_lowercase(checkpoint_or_config)

@@ -136,6 +136,19 @@ def load_tf1_named_weights(
     return loaded
 
 
+def load_tf1_named_arrays(arrays: dict, model, source: str, require_heads: bool = False) -> int:
+    """load_tf1_named_weights from arrays in memory ({original TF1 name: numpy array}, as the
+    readers of other layouts map them); returns the number of variables loaded."""
+    loaded = load_tf1_named_weights(
+        {name: value.shape for name, value in arrays.items()},
+        arrays.__getitem__,
+        model,
+        source,
+        require_heads=require_heads,
+    )
+    return len(loaded)
+
+
 def write_original_checkpoint(model, prefix: str, write_state: bool = True) -> str:
     """Writes `model`'s weights as an original BERT checkpoint at `prefix` (e.g.
     `out/bert_model.ckpt`), readable by the original code's `init_from_checkpoint` and by ours.

@@ -42,7 +42,7 @@ def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = Non
 def export_tfhub(
     export_type: str,
     export_path: str,
-    vocab_file: str,
+    vocab_file: str | None,
     bert_config_file: str | None = None,
     model_checkpoint_path: str | None = None,
     do_lower_case: bool | None = None,
@@ -56,6 +56,10 @@ def export_tfhub(
     the text preprocessor ("preprocessing") or a raw-text fill-mask serving model ("fill_mask":
     export/fill_mask_serving.py, texts of up to default_seq_length pieces, fill_mask_top_k tokens
     per [MASK]) to `export_path`; returns export_path.
+
+    vocab_file defaults to the vocab beside model_checkpoint_path (vocab.txt, or a keras-hub
+    preset's), do_lower_case to the casing a keras-hub preset records, else to a guess
+    (guess_do_lower_case).
 
     Raises:
       FileExistsError: export_path exists and not `overwrite` (checked before any work).
@@ -75,6 +79,14 @@ def export_tfhub(
             "tokenize_with_offsets applies to export_type=preprocessing (the tokenizer), "
             f"not to export_type={export_type}"
         )
+    vocab_file = vocab_file or loading.find_vocab_file(model_checkpoint_path)
+    if not vocab_file:
+        raise ValueError(
+            "vocab_file is required (no vocab.txt or keras-hub vocabulary beside "
+            f"model_checkpoint_path {model_checkpoint_path!r})"
+        )
+    if do_lower_case is None:
+        do_lower_case = loading.find_lower_case(model_checkpoint_path)
     if do_lower_case is None:
         do_lower_case = guess_do_lower_case(vocab_file, model_checkpoint_path)
         logging.info("do_lower_case not given; guessed %s from %s", do_lower_case, vocab_file)

@@ -224,7 +224,8 @@ class FeatureExtractionOptions:
     )
     max_seq_length: int = option(128, help="Maximum total input length in wordpieces.")
     init_checkpoint: str = option(
-        help="Checkpoint to read: TF1, safetensors, pytorch_model.bin, tf_model.h5 or ours."
+        help="Checkpoint to read: TF1, safetensors, pytorch_model.bin, tf_model.h5, a keras-hub "
+        "preset or ours."
     )
     vocab_file: str = option(help="vocab.txt the model was trained with.")
     do_lower_case: bool = option(True, help="Lower-case the input (True for uncased models).")

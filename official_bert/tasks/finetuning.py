@@ -13,7 +13,12 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import load_bert_weights
-from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.checkpoints.loading import (
+    find_bert_config,
+    find_lower_case,
+    find_vocab_file,
+    read_bert_config,
+)
 from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.export.exported_bert_encoder import (
     ExportedBertEncoder,
@@ -34,8 +39,9 @@ class FinetuningOptions(TrainingOptions):
 
     The model's files resolve when the options are made: bert_config_file defaults to the
     config beside init_checkpoint (or the --hub_module_handle encoder's), vocab_file to the
-    vocab.txt beside the config, do_lower_case (None) to the exported encoder's casing, else
-    True; bert_config is read from bert_config_file unless given.
+    vocab.txt beside the config (a keras-hub preset's vocabulary.txt), do_lower_case (None) to
+    the exported encoder's or the keras-hub preset's casing, else True; bert_config is read
+    from bert_config_file unless given.
     """
 
     # === The original flags ===
@@ -48,7 +54,7 @@ class FinetuningOptions(TrainingOptions):
     do_lower_case: bool | None = option(
         None,
         help="Lower-case the input (uncased models). Default: true, or the casing of "
-        "--hub_module_handle's encoder.",
+        "--hub_module_handle's encoder or of a keras-hub preset's tokenizer.",
     )
     max_seq_length: int = option(128, help="Wordpieces per example, after packing.")
     do_train: bool = option(False, help="Whether to train.")
@@ -100,10 +106,13 @@ class FinetuningOptions(TrainingOptions):
         self.vocab_file = (
             self.vocab_file
             or exported.get("vocab_file")
+            or find_vocab_file(self.bert_config_file)
             or os.path.join(os.path.dirname(self.bert_config_file), "vocab.txt")
         )
         if self.do_lower_case is None:
             self.do_lower_case = exported.get("do_lower_case")
+        if self.do_lower_case is None:
+            self.do_lower_case = find_lower_case(self.init_checkpoint)
         self.bert_config = read_bert_config(self.bert_config_file)
 
 

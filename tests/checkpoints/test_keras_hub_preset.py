@@ -1,0 +1,230 @@
+"""keras-hub BERT presets: directories keras-hub 0.32 wrote with `save_to_preset`
+(tests/fixtures/keras_hub_presets, made by tests/fixtures/make_keras_hub_presets.py), read
+without keras-hub, against the outputs keras-hub computed from the same weights."""
+
+import json
+import shutil
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
+from official_bert.checkpoints.conversion import convert_checkpoint
+from official_bert.checkpoints.keras_hub_preset import load_keras_hub_arrays
+from official_bert.checkpoints.loading import (
+    find_bert_config,
+    find_lower_case,
+    find_vocab_file,
+    read_bert_config,
+)
+from official_bert.models import BertClassifier, BertEncoder
+from official_bert.tokenization import FullTokenizer
+from tests.conftest import FIXTURES
+
+PRESETS = FIXTURES / "keras_hub_presets"
+REFERENCE = np.load(PRESETS / "outputs.npz")
+
+
+def built_encoder(preset):
+    config = read_bert_config(find_bert_config(str(preset)))
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    return encoder
+
+
+def encoder_inputs(token_ids):
+    return {
+        "input_word_ids": token_ids,
+        "input_mask": REFERENCE["padding_mask"],
+        "input_type_ids": REFERENCE["segment_ids"],
+    }
+
+
+def assert_backbone_matches(encoder, name, token_ids):
+    outputs = encoder(encoder_inputs(token_ids), training=False)
+    valid = REFERENCE["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        outputs["sequence_output"].numpy()[valid],
+        REFERENCE[f"{name}_sequence_output"][valid],
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        outputs["pooled_output"].numpy(), REFERENCE[f"{name}_pooled_output"], atol=1e-5
+    )
+
+
+def test_backbone_matches_keras_hub_on_the_same_weights():
+    preset = PRESETS / "cased_zh"
+    assert detect_checkpoint_format(str(preset)) == "keras_hub"
+    assert detect_checkpoint_format(str(preset / "model.weights.h5")) == "keras_hub"
+    config = read_bert_config(find_bert_config(str(preset)))
+    assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (38, 16, 2)
+    assert (config.num_attention_heads, config.intermediate_size) == (4, 24)
+    assert (config.max_position_embeddings, config.type_vocab_size) == (24, 2)
+    assert config.hidden_act == "gelu"  # keras-hub's BertBackbone runs the tanh form
+    encoder = built_encoder(preset)
+    assert load_bert_weights(encoder, str(preset)) == "keras_hub"
+    assert_backbone_matches(encoder, "cased_zh", REFERENCE["token_ids"])
+    # The weights file alone reads the same.
+    from_file = built_encoder(preset)
+    load_bert_weights(from_file, str(preset / "model.weights.h5"))
+    for got, want in zip(from_file.weights, encoder.weights, strict=True):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_vocab_and_casing_come_from_the_preset():
+    cased = PRESETS / "cased_zh"
+    vocab = find_vocab_file(find_bert_config(str(cased)))
+    assert vocab == str(cased / "assets" / "tokenizer" / "vocabulary.txt")
+    assert find_lower_case(str(cased)) is False
+    assert find_lower_case(str(PRESETS / "classifier")) is True
+    tokenizer = FullTokenizer(vocab, do_lower_case=False)
+    assert tokenizer.tokenize("The fox 北京天气") == ["The", "fox", "北", "京", "天", "气"]
+
+
+def test_bfloat16_weights_are_read_as_their_float32_values():
+    arrays = load_keras_hub_arrays(str(PRESETS / "bfloat16"))
+    full = load_keras_hub_arrays(str(PRESETS / "cased_zh"))
+    assert sorted(arrays) == sorted(full)
+    for name, value in arrays.items():
+        assert value.dtype == np.float32, name
+        rounded = full[name].astype(ml_dtypes.bfloat16).astype(np.float32)
+        np.testing.assert_array_equal(value, rounded, err_msg=name)
+
+
+def test_text_classifier_head_is_read():
+    preset = PRESETS / "classifier"
+    config = read_bert_config(find_bert_config(str(preset)))
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    model.build()
+    load_bert_weights(model, str(preset), require_heads=True)
+    logits = model(encoder_inputs(REFERENCE["classifier_token_ids"]), training=False)
+    np.testing.assert_allclose(logits.numpy(), REFERENCE["classifier_logits"], atol=1e-5)
+    assert_backbone_matches(model.encoder, "classifier", REFERENCE["classifier_token_ids"])
+
+
+def test_converted_to_the_original_layout_with_its_vocab(tmp_path):
+    preset = PRESETS / "classifier"
+    written = convert_checkpoint(str(preset), str(tmp_path / "tf1"), "tf1")
+    assert (tmp_path / "tf1" / "vocab.txt").read_text() == (
+        preset / "assets" / "tokenizer" / "vocabulary.txt"
+    ).read_text()
+    encoder = built_encoder(tmp_path / "tf1")
+    load_bert_weights(encoder, written)
+    assert_backbone_matches(encoder, "classifier", REFERENCE["classifier_token_ids"])
+
+
+def test_other_keras_hub_models_and_damaged_files_are_named(tmp_path):
+    other = tmp_path / "roberta"
+    shutil.copytree(PRESETS / "cased_zh", other)
+    values = json.loads((other / "config.json").read_text())
+    values["class_name"] = "RobertaBackbone"
+    (other / "config.json").write_text(json.dumps(values))
+    with pytest.raises(ValueError, match="keras-hub RobertaBackbone preset; only BertBackbone"):
+        read_bert_config(str(other / "config.json"))
+
+    damaged = tmp_path / "damaged"
+    shutil.copytree(PRESETS / "cased_zh", damaged)
+    (damaged / "model.weights.h5").write_bytes(b"\0" * 64)
+    with pytest.raises(ValueError, match=r"model.weights.h5: not a readable HDF5 file"):
+        load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(damaged))
+
+    import h5py
+
+    missing = tmp_path / "missing"
+    shutil.copytree(PRESETS / "cased_zh", missing)
+    with h5py.File(missing / "model.weights.h5", "a") as file:
+        del file["layers/transformer_encoder_1/_feedforward_output_dense"]
+    with pytest.raises(ValueError, match=r"no 'layers/transformer_encoder_1/feedforward_output"):
+        load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(missing))
+
+    swapped = tmp_path / "swapped"
+    shutil.copytree(PRESETS / "cased_zh", swapped)
+    with h5py.File(swapped / "model.weights.h5", "a") as file:
+        file["layers/dense/vars"].attrs["name"] = "something_else"
+    with pytest.raises(ValueError, match="layers/dense is named 'something_else'"):
+        load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(swapped))
+
+
+def _sentiment_rows(count, rng):
+    words = {"1": ["great", "fun", "good"], "0": ["bad", "boring", "not"]}
+    rows = ["sentence\tlabel"]
+    for _ in range(count):
+        label = str(rng.integers(2))
+        word = rng.choice(words[label])
+        filler = " ".join(rng.choice(["the", "movie", "plot", "was", "very", "it"], size=3))
+        # Upper case: only the preset's lowercasing tokenizer finds these in its vocab.
+        rows.append(f"{filler} {word.upper()} .\t{label}")
+    return "\n".join(rows) + "\n"
+
+
+def test_run_classifier_fine_tunes_a_preset_with_the_original_flags_only(tmp_path):
+    """--init_checkpoint names the preset; its config, vocab and casing come with it."""
+    from official_bert.tasks.classification import ClassifierOptions
+    from tests.conftest import REPO_ROOT
+    from tests.warm_interpreter import run_script
+
+    preset = PRESETS / "classifier"
+    options = ClassifierOptions(
+        task_name="SST-2",
+        data_dir=str(tmp_path),
+        output_dir=str(tmp_path / "o"),
+        init_checkpoint=str(preset),
+        do_train=True,
+    )
+    assert options.vocab_file == str(preset / "assets" / "tokenizer" / "vocabulary.txt")
+    assert options.do_lower_case is True
+    assert options.bert_config.vocab_size == 23
+
+    rng = np.random.default_rng(5)
+    (tmp_path / "train.tsv").write_text(_sentiment_rows(192, rng), encoding="utf-8")
+    (tmp_path / "dev.tsv").write_text(_sentiment_rows(64, rng), encoding="utf-8")
+    result = run_script(
+        [
+            str(REPO_ROOT / "run_classifier.py"),
+            "--task_name=SST-2",
+            "--do_train=true",
+            "--do_eval=true",
+            f"--data_dir={tmp_path}",
+            f"--init_checkpoint={preset}",
+            f"--output_dir={tmp_path / 'out'}",
+            "--max_seq_length=16",
+            "--train_batch_size=16",
+            "--learning_rate=1e-3",
+            "--num_train_epochs=3",
+        ],
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = (tmp_path / "out" / "eval_results.txt").read_text()
+    accuracy = float(results.split("eval_accuracy = ")[1].split()[0])
+    assert accuracy >= 0.9, results
+
+
+def test_exported_encoder_keeps_the_preset_vocab_and_casing(tmp_path):
+    """export_tfhub from a preset alone: the vocabulary and casing come from it, and the
+    SavedModel computes what keras-hub did."""
+    import tensorflow as tf
+
+    from official_bert.export.tfhub_export import export_tfhub
+
+    preset = PRESETS / "cased_zh"
+    export_tfhub("model", str(tmp_path / "encoder"), None, model_checkpoint_path=str(preset))
+    exported = tf.saved_model.load(str(tmp_path / "encoder"))
+    assert bool(exported.do_lower_case.numpy()) is False  # the preset's tokenizer.json
+    vocab = exported.vocab_file.asset_path.numpy().decode()
+    assert open(vocab, encoding="utf-8").read() == (
+        preset / "assets" / "tokenizer" / "vocabulary.txt"
+    ).read_text(encoding="utf-8")
+    outputs = exported(
+        {
+            "input_word_ids": tf.constant(REFERENCE["token_ids"]),
+            "input_mask": tf.constant(REFERENCE["padding_mask"]),
+            "input_type_ids": tf.constant(REFERENCE["segment_ids"]),
+        },
+        training=False,
+    )
+    np.testing.assert_allclose(
+        outputs["pooled_output"].numpy(), REFERENCE["cased_zh_pooled_output"], atol=1e-5
+    )
