@@ -1,6 +1,6 @@
-"""Converts BERT weights between the original TF1 layout, safetensors (HF names) and ours; reads
-PyTorch's pytorch_model.bin (without PyTorch), transformers' tf_model.h5 and keras-hub presets
-too.
+"""Converts BERT weights between the original TF1 layout, safetensors (HF names), keras-hub
+presets and ours; reads PyTorch's pytorch_model.bin (without PyTorch) and transformers'
+tf_model.h5 too.
 
   python convert_checkpoint.py --input_checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \
     --output_dir=/tmp/bert_safetensors --output_format=safetensors

@@ -119,6 +119,26 @@ def convert_ids_to_tokens(inv_vocab, ids):
     return convert_by_vocab(inv_vocab, ids)
 
 
+def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = None) -> bool:
+    """Whether the model is uncased, from its paths' names or else from its vocabulary.
+
+    "uncased" in the vocab or checkpoint path means True and "cased" False (Google's release
+    names); otherwise a vocabulary with an upper-case letter outside its [SPECIAL] tokens is
+    cased (an uncased model never sees one).
+    """
+    for path in (vocab_file, model_checkpoint_path or ""):
+        name = path.lower()
+        if "uncased" in name:
+            return True
+        if "cased" in name:
+            return False
+    return not any(
+        token != token.lower()
+        for token in load_vocab(vocab_file)
+        if not (token.startswith("[") and token.endswith("]"))
+    )
+
+
 def validate_case_matches_checkpoint(do_lower_case: bool, init_checkpoint: str | None) -> None:
     """Raises ValueError when `do_lower_case` contradicts a released Google checkpoint's casing.
 

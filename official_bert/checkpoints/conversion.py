@@ -8,7 +8,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
-from official_bert.checkpoints import loading, safetensors_bert
+from official_bert.checkpoints import keras_hub_preset, loading, safetensors_bert
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
 
@@ -17,6 +17,7 @@ OUTPUT_NAMES = {
     "tf1": "bert_model.ckpt",
     "safetensors": "model.safetensors",
     "object": "model.ckpt",
+    "keras_hub": keras_hub_preset.WEIGHTS_NAME,
 }
 
 
@@ -52,8 +53,10 @@ def convert_checkpoint(
     """Converts `input_checkpoint` into `output_dir` in `output_format`.
 
     Writes the weights (heads included when the input has them), `bert_config.json` (and for
-    safetensors also the HF `config.json`) and, when a vocab is known, `vocab.txt`.
-    Returns the path of the written weights.
+    safetensors also the HF `config.json`) and, when a vocab is known, `vocab.txt`; for
+    keras_hub, a keras-hub BertBackbone preset instead (its config.json, tokenizer.json with
+    the input's casing and the vocabulary as an asset; no heads). Returns the path of the
+    written weights.
     """
     input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
     bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
@@ -62,6 +65,8 @@ def convert_checkpoint(
             f"no bert_config.json or config.json beside {input_checkpoint}; pass --bert_config_file"
         )
     config = loading.read_bert_config(bert_config_file)
+    if output_format == "keras_hub":
+        keras_hub_preset.check_keras_hub_can_run(config, bert_config_file)
     if vocab_file is None:
         vocab_file = loading.find_vocab_file(input_checkpoint)
     if vocab_file is not None:
@@ -70,6 +75,9 @@ def convert_checkpoint(
     model = load_model_with_available_heads(config, input_checkpoint, input_format)
     os.makedirs(output_dir, exist_ok=True)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
+    if output_format == "keras_hub":
+        _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint)
+        return output_path
     written = loading.save_bert_weights(model, output_path, output_format)
     config.to_json_file(os.path.join(output_dir, "bert_config.json"))
     if output_format == "safetensors":
@@ -93,3 +101,26 @@ def convert_checkpoint(
         type(model).__name__,
     )
     return written
+
+
+def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint) -> None:
+    """A keras-hub preset of `model`'s encoder in output_dir; the tokenizer's casing is the
+    input's own record of it (a keras-hub preset's), else guessed from the names and vocab."""
+    from official_bert.tokenization import guess_do_lower_case
+
+    do_lower_case = loading.find_lower_case(input_checkpoint)
+    if do_lower_case is None and vocab_file is not None:
+        do_lower_case = guess_do_lower_case(vocab_file, input_checkpoint)
+    encoder = getattr(model, "encoder", model)
+    written = keras_hub_preset.write_keras_hub_weights(
+        model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
+    )
+    keras_hub_preset.write_keras_hub_preset_files(
+        output_dir, config, vocab_file, bool(do_lower_case), encoder.count_params()
+    )
+    logging.info(
+        "Converted %s to a keras-hub BertBackbone preset %s (lowercase %s)",
+        input_checkpoint,
+        os.path.dirname(written) or ".",
+        bool(do_lower_case),
+    )

@@ -1,5 +1,5 @@
-"""BERT weights of a keras-hub preset (a `BertBackbone`, and a `BertTextClassifier`'s head when
-the preset is one) read into this project's models.
+"""keras-hub BERT presets: read into this project's models (a `BertBackbone`, and a
+`BertTextClassifier`'s head when the preset is one), and written from them (the backbone).
 
 A preset directory, as keras-hub's `save_to_preset` writes it (and its Kaggle/Hub models hold):
 
@@ -18,20 +18,26 @@ records the layer's given name on each `vars` group (`pooled_dense`, `transforme
 which is checked where present. keras-hub's attention kernels are EinsumDense kernels,
 [hidden, heads, head_size] and [heads, head_size, hidden]; reshaped to the original's
 [hidden, hidden] they take the original TF1 names, so the original reader's checks and
-assignment apply unchanged. Read with h5py (a Keras dependency), without keras-hub.
+assignment apply unchanged. Written the other way, at the same addresses with the same names,
+the file equals the one keras-hub writes for the same weights. Read and written with h5py (a
+Keras dependency), without keras-hub.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import os
 import re
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints.original_tf1 import load_tf1_named_arrays
+from official_bert.checkpoints.variable_table import model_entries
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
@@ -39,6 +45,7 @@ FILE_SUFFIX = ".weights.h5"
 TASK_CONFIG_NAME = "task.json"
 TASK_WEIGHTS_NAME = "task.weights.h5"
 TOKENIZER_CONFIG_NAME = "tokenizer.json"
+_METADATA_NAME = "metadata.json"
 VOCAB_PATH = os.path.join("assets", "tokenizer", "vocabulary.txt")
 # keras-hub's index of sharded weights, which it writes for models above 10 GB (far beyond any
 # BERT); not read.
@@ -62,6 +69,17 @@ _BLOCK_SUBLAYERS = {
     "feedforward_intermediate_dense": "intermediate/dense",
     "feedforward_output_dense": "output/dense",
     "feedforward_layer_norm": "output/LayerNorm",
+}
+# Where Keras 3.15 writes those sublayers (the attention's projections without an underscore).
+_KERAS_SUBLAYER_ADDRESSES = {
+    "self_attention_layer/query_dense": "_self_attention_layer/query_dense",
+    "self_attention_layer/key_dense": "_self_attention_layer/key_dense",
+    "self_attention_layer/value_dense": "_self_attention_layer/value_dense",
+    "self_attention_layer/output_dense": "_self_attention_layer/output_dense",
+    "self_attention_layer_norm": "_self_attention_layer_norm",
+    "feedforward_intermediate_dense": "_feedforward_intermediate_dense",
+    "feedforward_output_dense": "_feedforward_output_dense",
+    "feedforward_layer_norm": "_feedforward_layer_norm",
 }
 _BLOCK_ADDRESS = re.compile(r"^transformer_encoder(?:_(\d+))?$")
 
@@ -181,8 +199,13 @@ class _PresetFile:
 
     def __init__(self, path: str, file):
         self.path = path
-        self.layers = file["layers"] if "layers" in file else None
-        if self.layers is None:
+        # Keras 2.13's weights files (older presets) call the top group
+        # `_layer_checkpoint_dependencies`; Keras 3 reads both.
+        for top in ("layers", "_layer_checkpoint_dependencies"):
+            if top in file:
+                self.layers = file[top]
+                break
+        else:
             raise ValueError(f"{path}: not a Keras 3 weights file (no 'layers' group)")
 
     def group(self, address: str):
@@ -327,6 +350,168 @@ def read_keras_hub_checkpoint(path: str, model, require_heads: bool = False) -> 
         f"keras-hub preset {preset_directory(path)}",
         require_heads=require_heads,
     )
+
+
+def write_keras_hub_weights(model, path: str) -> str:
+    """Writes the encoder of `model` as a keras-hub BertBackbone's `model.weights.h5` at `path`
+    (Keras 3 addresses and variable order, float32; local paths only, as h5py writes them);
+    heads are not written. Returns `path`. Written atomically."""
+    import h5py
+
+    entries = [entry for entry in model_entries(model) if entry.part == "encoder"]
+    dropped = sorted({entry.part for entry in model_entries(model)} - {"encoder"})
+    arrays = {entry.tf1_name: entry.to_tf1_value() for entry in entries}
+    encoder = getattr(model, "encoder", model)
+    hidden_size = arrays["bert/embeddings/word_embeddings"].shape[-1]
+    heads = encoder.num_attention_heads
+    layout = {}  # Keras address -> (the name keras-hub gives the layer, [arrays in order])
+    for address, (given_name, tf1_name) in _EMBEDDING_LAYERS.items():
+        layout[address] = (given_name, [arrays[tf1_name]])
+    layout["layer_normalization"] = (
+        "embeddings_layer_norm",
+        [arrays[f"bert/embeddings/LayerNorm/{name}"] for name in _LAYER_NORM_VARIABLES],
+    )
+    layout["dense"] = (
+        "pooled_dense",
+        [arrays[f"bert/pooler/dense/{name}"] for name in _DENSE_VARIABLES],
+    )
+    index = 0
+    while f"bert/encoder/layer_{index}/output/dense/kernel" in arrays:
+        block = "transformer_encoder" + (f"_{index}" if index else "")
+        layout[block] = (f"transformer_layer_{index}", [])
+        for sublayer, scope in _BLOCK_SUBLAYERS.items():
+            names = _LAYER_NORM_VARIABLES if scope.endswith("LayerNorm") else _DENSE_VARIABLES
+            values = [arrays[f"bert/encoder/layer_{index}/{scope}/{name}"] for name in names]
+            if sublayer.endswith("output_dense") and scope.startswith("attention/"):
+                values[0] = values[0].reshape(heads, hidden_size // heads, hidden_size)
+            elif scope.startswith("attention/self/"):
+                values[0] = values[0].reshape(hidden_size, heads, hidden_size // heads)
+                values[1] = values[1].reshape(heads, hidden_size // heads)
+            layout[f"{block}/{_KERAS_SUBLAYER_ADDRESSES[sublayer]}"] = (None, values)
+        index += 1
+    with atomic_output(path) as temporary:
+        with h5py.File(temporary, "w") as file:
+            file.create_group("vars").attrs["name"] = "bert_backbone"
+            for address, (given_name, values) in layout.items():
+                group = file.create_group(f"layers/{address}/vars")
+                if given_name is not None:
+                    group.attrs["name"] = given_name
+                for position, value in enumerate(values):
+                    group.create_dataset(str(position), data=np.asarray(value, np.float32))
+    for part in dropped:
+        logging.info(
+            "%s: the %s head is not written (a keras-hub preset holds the backbone)", path, part
+        )
+    logging.info("Wrote a keras-hub BertBackbone's weights (%d layers) to %s", index, path)
+    return path
+
+
+def check_keras_hub_can_run(config, source: str = "this model") -> None:
+    """Raises a ValueError where a keras-hub BertBackbone would compute other outputs than
+    `config`'s model: it runs the tanh GELU (the original's "gelu") with LayerNorm epsilon
+    1e-12, whatever its config says."""
+    from official_bert.activations import canonical_activation_name
+
+    activation = canonical_activation_name(config.hidden_act)
+    epsilon = config.extra_fields.get("layer_norm_eps", 1e-12)
+    if activation != "gelu" or epsilon != 1e-12:
+        raise ValueError(
+            f"{source}: hidden_act {config.hidden_act!r}, LayerNorm epsilon {epsilon}; a "
+            "keras-hub BertBackbone runs the tanh GELU ('gelu') with epsilon 1e-12, so it would "
+            "compute other outputs from these weights. Write safetensors or tf1 instead."
+        )
+
+
+def write_keras_hub_preset_files(
+    directory: str,
+    config,
+    vocab_file: str | None,
+    do_lower_case: bool,
+    parameter_count: int,
+) -> None:
+    """Writes the files of a keras-hub preset beside its model.weights.h5 in `directory`:
+    config.json (last, so that the folder reads as a preset only once it is whole),
+    tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given) and
+    metadata.json. The tokenizer lower-cases and strips accents together, as the original
+    BERT's do_lower_case does.
+    """
+    from official_bert.config import write_text_atomically
+
+    check_keras_hub_can_run(config)
+    if vocab_file is not None:
+        with atomic_output(os.path.join(directory, VOCAB_PATH)) as temporary:
+            tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
+        write_text_atomically(
+            os.path.join(directory, TOKENIZER_CONFIG_NAME),
+            _keras_hub_json(
+                "bert_tokenizer",
+                "BertTokenizer",
+                "int32",
+                {
+                    "config_file": TOKENIZER_CONFIG_NAME,
+                    "vocabulary": None,
+                    "sequence_length": None,
+                    "lowercase": bool(do_lower_case),
+                    "strip_accents": bool(do_lower_case),
+                    "split": True,
+                    "suffix_indicator": "##",
+                    "oov_token": "[UNK]",
+                    "special_tokens": None,
+                    "special_tokens_in_strings": False,
+                },
+            ),
+        )
+    import keras
+
+    metadata = {
+        "keras_version": keras.__version__,
+        "parameter_count": int(parameter_count),
+        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+        "written_by": "official_bert",
+    }
+    write_text_atomically(
+        os.path.join(directory, _METADATA_NAME), json.dumps(metadata, indent=4) + "\n"
+    )
+    write_text_atomically(
+        os.path.join(directory, CONFIG_NAME),
+        _keras_hub_json(
+            "bert_backbone",
+            "BertBackbone",
+            "float32",
+            {
+                "vocabulary_size": config.vocab_size,
+                "num_layers": config.num_hidden_layers,
+                "num_heads": config.num_attention_heads,
+                "hidden_dim": config.hidden_size,
+                "intermediate_dim": config.intermediate_size,
+                "dropout": config.hidden_dropout_prob,
+                "max_sequence_length": config.max_position_embeddings,
+                "num_segments": config.type_vocab_size,
+            },
+        ),
+    )
+
+
+def _keras_hub_json(name: str, class_name: str, dtype: str, fields: dict) -> str:
+    """A keras-hub object's serialized config, as keras.saving writes it."""
+    module = {"BertBackbone": "bert_backbone", "BertTokenizer": "bert_tokenizer"}[class_name]
+    values = {
+        "module": f"keras_hub.src.models.bert.{module}",
+        "class_name": class_name,
+        "config": {
+            "name": name,
+            "trainable": True,
+            "dtype": {
+                "module": "keras",
+                "class_name": "DTypePolicy",
+                "config": {"name": dtype},
+                "registered_name": None,
+            },
+            **fields,
+        },
+        "registered_name": f"keras_hub>{class_name}",
+    }
+    return json.dumps(values, indent=4) + "\n"
 
 
 def _text(value) -> str:

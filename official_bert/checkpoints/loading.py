@@ -23,7 +23,7 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 # h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only);
 # keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (read only).
 CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5", "keras_hub")
-WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object")
+WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "keras_hub")
 
 
 # Weight files of other frameworks that some BERT repositories hold beside pytorch_model.bin:
@@ -160,6 +160,8 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
         return safetensors_bert.write_safetensors_checkpoint(model, path)
     if checkpoint_format == "object":
         return object_checkpoint.write_object_checkpoint(model, path)
+    if checkpoint_format == "keras_hub":
+        return keras_hub_preset.write_keras_hub_weights(model, path)
     raise ValueError(
         f"cannot write checkpoint format {checkpoint_format!r}; expected one of "
         f"{WRITABLE_CHECKPOINT_FORMATS}"

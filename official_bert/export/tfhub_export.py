@@ -14,29 +14,9 @@ from official_bert.export.bert_encoder_module import export_bert_encoder
 from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
 from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
 from official_bert.models import BertEncoder, BertPretrainer
-from official_bert.tokenization import load_vocab
+from official_bert.tokenization import guess_do_lower_case
 
 EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing", "fill_mask")
-
-
-def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = None) -> bool:
-    """Whether the model is uncased, from its paths' names or else from its vocabulary.
-
-    "uncased" in the vocab or checkpoint path means True and "cased" False (Google's release
-    names); otherwise a vocabulary with an upper-case letter outside its [SPECIAL] tokens is
-    cased (an uncased model never sees one).
-    """
-    for path in (vocab_file, model_checkpoint_path or ""):
-        name = path.lower()
-        if "uncased" in name:
-            return True
-        if "cased" in name:
-            return False
-    return not any(
-        token != token.lower()
-        for token in load_vocab(vocab_file)
-        if not (token.startswith("[") and token.endswith("]"))
-    )
 
 
 def export_tfhub(

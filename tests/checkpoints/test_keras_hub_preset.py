@@ -228,3 +228,78 @@ def test_exported_encoder_keeps_the_preset_vocab_and_casing(tmp_path):
     np.testing.assert_allclose(
         outputs["pooled_output"].numpy(), REFERENCE["cased_zh_pooled_output"], atol=1e-5
     )
+
+
+def _datasets(path):
+    """{address: (value, the name recorded on its vars group)} of a Keras weights file."""
+    import h5py
+
+    found = {}
+    with h5py.File(path, "r") as file:
+
+        def visit(name, item):
+            if isinstance(item, h5py.Dataset):
+                found[name] = (item[()], item.parent.attrs.get("name"))
+
+        file.visititems(visit)
+    return found
+
+
+def test_written_preset_is_the_file_keras_hub_writes(tmp_path):
+    """Read from keras-hub's preset and written back: the same datasets at the same Keras
+    addresses with the same values and layer names, the same sizes in config.json, the same
+    vocabulary and casing (keras-hub loads it; checked by hand, see docs/checkpoints.md)."""
+    preset = PRESETS / "cased_zh"
+    written = convert_checkpoint(str(preset), str(tmp_path / "preset"), "keras_hub")
+    assert written == str(tmp_path / "preset" / "model.weights.h5")
+    theirs, ours = _datasets(preset / "model.weights.h5"), _datasets(written)
+    assert sorted(ours) == sorted(theirs)
+    for address, (value, name) in theirs.items():
+        np.testing.assert_array_equal(ours[address][0], value, err_msg=address)
+        if address.count("/") == 3:  # a top layer's or a transformer layer's own variables
+            assert ours[address][1] == name, address
+    config = json.loads((tmp_path / "preset" / "config.json").read_text())
+    want = json.loads((preset / "config.json").read_text())
+    assert config["registered_name"] == want["registered_name"] == "keras_hub>BertBackbone"
+    assert config["config"] == want["config"]
+    assert find_lower_case(str(tmp_path / "preset")) is False
+    assert (tmp_path / "preset" / "assets" / "tokenizer" / "vocabulary.txt").read_bytes() == (
+        preset / "assets" / "tokenizer" / "vocabulary.txt"
+    ).read_bytes()
+
+
+def test_original_checkpoint_written_as_a_preset_keeps_its_outputs(tmp_path):
+    """An original TF1 checkpoint as a keras-hub preset, read back: the original code's outputs."""
+    original = FIXTURES / "orig_tiny_v1000"
+    convert_checkpoint(str(original), str(tmp_path / "preset"), "keras_hub")
+    assert detect_checkpoint_format(str(tmp_path / "preset")) == "keras_hub"
+    assert find_lower_case(str(tmp_path / "preset")) is True  # guessed: no capitals in its vocab
+    tokenizer = json.loads((tmp_path / "preset" / "tokenizer.json").read_text())["config"]
+    assert tokenizer["strip_accents"] is True  # the original's do_lower_case strips accents
+    encoder = built_encoder(tmp_path / "preset")
+    load_bert_weights(encoder, str(tmp_path / "preset"))
+    reference = np.load(original / "outputs.npz")
+    outputs = encoder(
+        {
+            "input_word_ids": reference["input_ids"],
+            "input_mask": reference["input_mask"],
+            "input_type_ids": reference["token_type_ids"],
+        },
+        training=False,
+    )
+    valid = reference["input_mask"].astype(bool)
+    np.testing.assert_allclose(
+        outputs["sequence_output"].numpy()[valid], reference["sequence_output"][valid], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        outputs["pooled_output"].numpy(), reference["pooled_output"], atol=1e-5
+    )
+
+
+def test_a_model_keras_hub_cannot_run_is_not_written(tmp_path):
+    """Hugging Face's "gelu" is the exact erf form; keras-hub's BertBackbone runs the tanh one."""
+    with pytest.raises(ValueError, match="keras-hub BertBackbone runs the tanh GELU"):
+        convert_checkpoint(
+            str(FIXTURES / "hf_weights" / "bert"), str(tmp_path / "preset"), "keras_hub"
+        )
+    assert not (tmp_path / "preset").exists()

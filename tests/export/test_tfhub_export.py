@@ -12,8 +12,8 @@ import tensorflow as tf
 from official_bert.checkpoints import CheckpointMismatchError, save_bert_weights
 from official_bert.config import BertConfigError
 from official_bert.export import export_tfhub, load_preprocessor
-from official_bert.export.tfhub_export import guess_do_lower_case
 from official_bert.models import BertEncoder
+from official_bert.tokenization import guess_do_lower_case
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT
 from tests.tiny_data import tiny_bert_config, write_tiny_vocab
 
