@@ -8,7 +8,12 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
-from official_bert.checkpoints import keras_hub_preset, loading, safetensors_bert
+from official_bert.checkpoints import (
+    keras_hub_preset,
+    keras_hub_weights,
+    loading,
+    safetensors_bert,
+)
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
 
@@ -112,7 +117,7 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
     if do_lower_case is None and vocab_file is not None:
         do_lower_case = guess_do_lower_case(vocab_file, input_checkpoint)
     encoder = getattr(model, "encoder", model)
-    written = keras_hub_preset.write_keras_hub_weights(
+    written = keras_hub_weights.write_keras_hub_weights(
         model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
     )
     keras_hub_preset.write_keras_hub_preset_files(

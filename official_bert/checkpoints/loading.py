@@ -9,6 +9,7 @@ import tensorflow as tf
 from official_bert.checkpoints import (
     keras_h5_bert,
     keras_hub_preset,
+    keras_hub_weights,
     object_checkpoint,
     original_tf1,
     pytorch_bert,
@@ -144,7 +145,7 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
         elif checkpoint_format == "h5":
             keras_h5_bert.read_h5_checkpoint(path, model, **kwargs)
         elif checkpoint_format == "keras_hub":
-            keras_hub_preset.read_keras_hub_checkpoint(path, model, **kwargs)
+            keras_hub_weights.read_keras_hub_checkpoint(path, model, **kwargs)
         else:
             raise ValueError(
                 f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
@@ -161,7 +162,7 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
     if checkpoint_format == "object":
         return object_checkpoint.write_object_checkpoint(model, path)
     if checkpoint_format == "keras_hub":
-        return keras_hub_preset.write_keras_hub_weights(model, path)
+        return keras_hub_weights.write_keras_hub_weights(model, path)
     raise ValueError(
         f"cannot write checkpoint format {checkpoint_format!r}; expected one of "
         f"{WRITABLE_CHECKPOINT_FORMATS}"
@@ -185,7 +186,7 @@ def read_bert_config(path: str):
     with tf.io.gfile.GFile(path, "r") as reader:
         try:
             values = json.load(reader)
-        except json.JSONDecodeError as error:
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise BertConfigError(f"{path}: not valid JSON ({error})") from None
     if isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(values):
         return safetensors_bert.bert_config_from_hf(values, source=path)

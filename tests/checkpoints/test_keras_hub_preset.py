@@ -11,7 +11,7 @@ import pytest
 
 from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
 from official_bert.checkpoints.conversion import convert_checkpoint
-from official_bert.checkpoints.keras_hub_preset import load_keras_hub_arrays
+from official_bert.checkpoints.keras_hub_weights import load_keras_hub_arrays
 from official_bert.checkpoints.loading import (
     find_bert_config,
     find_lower_case,
@@ -54,13 +54,24 @@ def assert_backbone_matches(encoder, name, token_ids):
     )
 
 
+def assert_classifier_matches(preset):
+    """A BertClassifier loaded from `preset` (head required) computes keras-hub's logits."""
+    config = read_bert_config(find_bert_config(str(preset)))
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    model.build()
+    load_bert_weights(model, str(preset), require_heads=True)
+    logits = model(encoder_inputs(REFERENCE["classifier_token_ids"]), training=False)
+    np.testing.assert_allclose(logits.numpy(), REFERENCE["classifier_logits"], atol=1e-5)
+    return model
+
+
 def test_backbone_matches_keras_hub_on_the_same_weights():
     preset = PRESETS / "cased_zh"
     assert detect_checkpoint_format(str(preset)) == "keras_hub"
     assert detect_checkpoint_format(str(preset / "model.weights.h5")) == "keras_hub"
     config = read_bert_config(find_bert_config(str(preset)))
     assert (config.vocab_size, config.hidden_size, config.num_hidden_layers) == (38, 16, 2)
-    assert (config.num_attention_heads, config.intermediate_size) == (4, 24)
+    assert (config.num_attention_heads, config.intermediate_size) == (2, 24)
     assert (config.max_position_embeddings, config.type_vocab_size) == (24, 2)
     assert config.hidden_act == "gelu"  # keras-hub's BertBackbone runs the tanh form
     encoder = built_encoder(preset)
@@ -84,8 +95,8 @@ def test_vocab_and_casing_come_from_the_preset():
 
 
 def test_bfloat16_weights_are_read_as_their_float32_values():
-    arrays = load_keras_hub_arrays(str(PRESETS / "bfloat16"))
-    full = load_keras_hub_arrays(str(PRESETS / "cased_zh"))
+    arrays, _ = load_keras_hub_arrays(str(PRESETS / "bfloat16"))
+    full, _ = load_keras_hub_arrays(str(PRESETS / "cased_zh"))
     assert sorted(arrays) == sorted(full)
     for name, value in arrays.items():
         assert value.dtype == np.float32, name
@@ -95,12 +106,7 @@ def test_bfloat16_weights_are_read_as_their_float32_values():
 
 def test_text_classifier_head_is_read():
     preset = PRESETS / "classifier"
-    config = read_bert_config(find_bert_config(str(preset)))
-    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
-    model.build()
-    load_bert_weights(model, str(preset), require_heads=True)
-    logits = model(encoder_inputs(REFERENCE["classifier_token_ids"]), training=False)
-    np.testing.assert_allclose(logits.numpy(), REFERENCE["classifier_logits"], atol=1e-5)
+    model = assert_classifier_matches(preset)
     assert_backbone_matches(model.encoder, "classifier", REFERENCE["classifier_token_ids"])
 
 
@@ -136,7 +142,7 @@ def test_other_keras_hub_models_and_damaged_files_are_named(tmp_path):
     shutil.copytree(PRESETS / "cased_zh", missing)
     with h5py.File(missing / "model.weights.h5", "a") as file:
         del file["layers/transformer_encoder_1/_feedforward_output_dense"]
-    with pytest.raises(ValueError, match=r"no 'layers/transformer_encoder_1/feedforward_output"):
+    with pytest.raises(ValueError, match=r"no 'layers/transformer_encoder_1/_feedforward_output"):
         load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(missing))
 
     swapped = tmp_path / "swapped"
@@ -303,3 +309,134 @@ def test_a_model_keras_hub_cannot_run_is_not_written(tmp_path):
             str(FIXTURES / "hf_weights" / "bert"), str(tmp_path / "preset"), "keras_hub"
         )
     assert not (tmp_path / "preset").exists()
+
+
+def _damaged_copy(tmp_path, name, change):
+    """A copy of the cased_zh preset with `change(h5py file)` applied to its weights."""
+    import h5py
+
+    copy = tmp_path / name
+    shutil.copytree(PRESETS / "cased_zh", copy)
+    with h5py.File(copy / "model.weights.h5", "a") as file:
+        change(file)
+    return copy
+
+
+def _replace(address, value):
+    def change(file):
+        del file[address]
+        file[address] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "name, change, message",
+    [
+        (
+            "query_heads_and_size_swapped",  # [hidden, 8, 2] where the file had [hidden, 2, 8]
+            _replace(
+                "layers/transformer_encoder/_self_attention_layer/query_dense/vars/0",
+                np.zeros((16, 8, 2), np.float32),
+            ),
+            r"query_dense: kernel \[16, 8, 2\], bias \[2, 8\]; expected \[hidden, heads, head",
+        ),
+        (
+            "output_kernel_flat",
+            _replace(
+                "layers/transformer_encoder_1/_self_attention_layer/output_dense/vars/0",
+                np.zeros((16, 16), np.float32),
+            ),
+            r"output_dense: kernel \[16, 16\], bias \[16\]; expected \[heads, head_size",
+        ),
+        (
+            "integer_gamma",
+            _replace("layers/layer_normalization/vars/0", np.ones(16, np.int64)),
+            r"/layers/layer_normalization/vars/0 holds int64 values; expected floats",
+        ),
+        (
+            "vars_as_dataset",
+            _replace("layers/dense/vars", np.zeros(3, np.float32)),
+            r"/layers/dense/vars is a dataset where a group belongs",
+        ),
+        (
+            "extra_layer",
+            lambda file: file.copy("layers/dense", "layers/dense_1"),
+            r"2 weights are not part of a keras-hub BertBackbone's weights: /layers/dense_1/vars/0",
+        ),
+    ],
+)
+def test_damaged_weights_are_named(tmp_path, name, change, message):
+    damaged = _damaged_copy(tmp_path, name, change)
+    with pytest.raises(ValueError, match=message) as raised:
+        load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(damaged))
+    assert str(damaged / "model.weights.h5") in str(raised.value)
+
+
+def test_a_model_with_other_heads_is_refused(tmp_path):
+    from official_bert.checkpoints.variable_table import CheckpointMismatchError
+    from official_bert.config import BertConfig
+
+    values = read_bert_config(find_bert_config(str(PRESETS / "cased_zh"))).to_dict()
+    values["num_attention_heads"] = 4
+    encoder = BertEncoder.from_bert_config(BertConfig.from_dict(values))
+    encoder.build()
+    with pytest.raises(CheckpointMismatchError, match="2 attention heads; the model has 4"):
+        load_bert_weights(encoder, str(PRESETS / "cased_zh"))
+
+
+def test_keras_nlp_presets_and_their_classifier_name_are_read(tmp_path):
+    """keras-nlp wrote `keras_nlp>` names and called the classifier BertClassifier; keras-hub
+    still loads such presets."""
+    preset = tmp_path / "keras_nlp"
+    shutil.copytree(PRESETS / "classifier", preset)
+    for name, class_name in (
+        ("config.json", "BertBackbone"),
+        ("tokenizer.json", "BertTokenizer"),
+        ("task.json", "BertClassifier"),
+    ):
+        values = json.loads((preset / name).read_text())
+        values["module"] = values["module"].replace("keras_hub.", "keras_nlp.")
+        values["class_name"] = class_name
+        values["registered_name"] = f"keras_nlp>{class_name}"
+        (preset / name).write_text(json.dumps(values))
+    assert detect_checkpoint_format(str(preset)) == "keras_hub"
+    assert find_lower_case(str(preset)) is True
+    assert_classifier_matches(preset)
+
+
+def test_preset_files_are_checked_where_they_are_read(tmp_path):
+    from official_bert.config import BertConfigError
+
+    # An encoder needs no head: a classifier preset without its task weights still loads it.
+    headless = tmp_path / "headless"
+    shutil.copytree(PRESETS / "classifier", headless)
+    (headless / "task.weights.h5").unlink()
+    load_bert_weights(built_encoder(PRESETS / "classifier"), str(headless))
+
+    # A damaged config.json: the folder is still a preset, and the error says what is wrong.
+    broken = tmp_path / "broken"
+    shutil.copytree(PRESETS / "cased_zh", broken)
+    (broken / "config.json").write_bytes(b"\xff{")
+    assert detect_checkpoint_format(str(broken)) == "keras_hub"
+    with pytest.raises(BertConfigError, match="config.json: not valid JSON"):
+        read_bert_config(str(broken / "config.json"))
+
+    values = json.loads((PRESETS / "cased_zh" / "config.json").read_text())
+    values["config"]["num_layers"] = "2"
+    (broken / "config.json").write_text(json.dumps(values))
+    with pytest.raises(ValueError, match="'num_layers' must be a positive integer, found '2'"):
+        read_bert_config(str(broken / "config.json"))
+
+    tokenizer = json.loads((PRESETS / "cased_zh" / "tokenizer.json").read_text())
+    tokenizer["config"]["lowercase"] = "false"
+    (broken / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with pytest.raises(ValueError, match="'lowercase' is 'false', expected true or false"):
+        find_lower_case(str(broken))
+
+    # Another keras-hub model's preset is refused where its weights are loaded too.
+    values["class_name"] = "RobertaBackbone"
+    values["config"]["num_layers"] = 2
+    (broken / "config.json").write_text(json.dumps(values))
+    with pytest.raises(ValueError, match="a keras-hub RobertaBackbone preset"):
+        load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(broken))
