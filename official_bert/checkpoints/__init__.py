@@ -11,6 +11,7 @@ from official_bert.checkpoints.original_tf1 import (
     read_original_checkpoint,
     write_original_checkpoint,
 )
+from official_bert.checkpoints.pretrained import load_encoder, load_tokenizer
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "WRITABLE_CHECKPOINT_FORMATS",
     "detect_checkpoint_format",
     "load_bert_weights",
+    "load_encoder",
+    "load_tokenizer",
     "read_original_checkpoint",
     "save_bert_weights",
     "write_original_checkpoint",
