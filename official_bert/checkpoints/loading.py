@@ -22,7 +22,7 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 # object: this project's own tf.train.Checkpoint of a Keras model;
 # pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch);
 # h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only);
-# keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (read only).
+# keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (the encoder written).
 CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5", "keras_hub")
 WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "keras_hub")
 
