@@ -6,7 +6,7 @@ tf_model.h5 too.
     --output_dir=/tmp/bert_safetensors --output_format=safetensors
 
 bert_config.json (or HF config.json) and vocab.txt are read from beside the input unless given,
-and written beside the output.
+and written beside the output (a keras_hub preset holds its own config.json and vocabulary).
 """
 
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)

@@ -72,6 +72,7 @@ def convert_checkpoint(
     config = loading.read_bert_config(bert_config_file)
     if output_format == "keras_hub":
         keras_hub_preset.check_keras_hub_can_run(config, bert_config_file)
+        keras_hub_preset.check_preset_output_dir(output_dir)
     if vocab_file is None:
         vocab_file = loading.find_vocab_file(input_checkpoint)
     if vocab_file is not None:

@@ -23,6 +23,7 @@ import json
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert.atomic_output import atomic_output
 
@@ -178,10 +179,39 @@ def check_keras_hub_can_run(config, source: str = "this model") -> None:
     activation = canonical_activation_name(config.hidden_act)
     epsilon = config.extra_fields.get("layer_norm_eps", 1e-12)
     if activation != "gelu" or epsilon != 1e-12:
+        named = {"gelu_exact": " (the exact erf GELU, which Hugging Face configs call 'gelu')"}
         raise ValueError(
-            f"{source}: hidden_act {config.hidden_act!r}, LayerNorm epsilon {epsilon}; a "
-            "keras-hub BertBackbone runs the tanh GELU ('gelu') with epsilon 1e-12, so it would "
-            "compute other outputs from these weights. Write safetensors or tf1 instead."
+            f"{source}: hidden_act {config.hidden_act!r}{named.get(activation, '')}, LayerNorm "
+            f"epsilon {epsilon}; a keras-hub BertBackbone runs the tanh GELU with epsilon 1e-12 "
+            "whatever its config says, so it would compute other outputs from these weights. "
+            "Keep this model in safetensors or this project's layout."
+        )
+
+
+def _written_files() -> tuple[str, ...]:
+    """The files of a preset this project writes, relative to its folder."""
+    return (CONFIG_NAME, WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, METADATA_NAME, VOCAB_PATH)
+
+
+def check_preset_output_dir(directory: str) -> None:
+    """Raises a ValueError where `directory` holds files other than those of a preset this
+    project writes (a keras-hub task's, another checkpoint's): they would be mixed into the new
+    preset. A folder that does not exist, is empty, or holds such a preset may be written."""
+    if not os.path.isdir(directory):
+        return
+    ours = set(_written_files())
+    others = []
+    for root, _, names in os.walk(directory):
+        for name in names:
+            relative = os.path.relpath(os.path.join(root, name), directory)
+            # Temporary names of a write that was killed (atomic_output's `.NAME.tmp-PID`).
+            if relative not in ours and not (name.startswith(".") and ".tmp-" in name):
+                others.append(relative)
+    if others:
+        listed = ", ".join(sorted(others)[:5]) + (" ..." if len(others) > 5 else "")
+        raise ValueError(
+            f"output_dir {directory} holds files that are not part of the keras-hub preset "
+            f"written there ({listed}); they would be read with it. Choose a new or empty folder."
         )
 
 
@@ -203,7 +233,16 @@ def write_keras_hub_preset_files(
     from official_bert.config import write_text_atomically
 
     check_keras_hub_can_run(config)
-    if vocab_file is not None:
+    if vocab_file is None:
+        for stale in (TOKENIZER_CONFIG_NAME, VOCAB_PATH):  # an earlier preset's, replaced here
+            if os.path.exists(os.path.join(directory, stale)):
+                os.remove(os.path.join(directory, stale))
+        logging.warning(
+            "%s: no vocab beside the input and none given; the preset holds no tokenizer "
+            "(pass --vocab_file to write one)",
+            directory,
+        )
+    else:
         with atomic_output(os.path.join(directory, VOCAB_PATH)) as temporary:
             tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
         tokenizer = {

@@ -11,6 +11,7 @@ vocab.txt or a keras-hub preset's vocabulary), as the scripts find them for --in
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from official_bert.checkpoints import loading
@@ -42,6 +43,7 @@ def load_encoder(
     """
     from official_bert.models import BertEncoder
 
+    _check_exists(path)
     bert_config_file = bert_config_file or loading.find_bert_config(path)
     if bert_config_file is None:
         raise FileNotFoundError(
@@ -73,6 +75,7 @@ def load_tokenizer(
         validate_case_matches_checkpoint,
     )
 
+    _check_exists(path)
     vocab_file = vocab_file or loading.find_vocab_file(path)
     if vocab_file is None:
         raise FileNotFoundError(
@@ -87,3 +90,12 @@ def load_tokenizer(
     if config_file is not None:
         check_vocab_matches_config(loading.read_bert_config(config_file), vocab_file, config_file)
     return FullTokenizer(vocab_file, do_lower_case=do_lower_case)
+
+
+def _check_exists(path: str) -> None:
+    """A FileNotFoundError naming `path` where it is neither a file or folder nor a TF
+    checkpoint prefix."""
+    import tensorflow as tf
+
+    if not os.path.exists(path) and not tf.io.gfile.exists(path + ".index"):
+        raise FileNotFoundError(f"{path}: no such file, folder or checkpoint")

@@ -440,3 +440,27 @@ def test_preset_files_are_checked_where_they_are_read(tmp_path):
     (broken / "config.json").write_text(json.dumps(values))
     with pytest.raises(ValueError, match="a keras-hub RobertaBackbone preset"):
         load_bert_weights(built_encoder(PRESETS / "cased_zh"), str(broken))
+
+
+def test_preset_output_folder_holds_nothing_else(tmp_path):
+    """A keras-hub preset is a folder of its own: files of another preset's task, or of
+    another checkpoint, would be read with it."""
+    target = tmp_path / "preset"
+    shutil.copytree(PRESETS / "classifier", target)
+    with pytest.raises(ValueError, match=r"holds files that are not part of the keras-hub preset"):
+        convert_checkpoint(str(PRESETS / "cased_zh"), str(target), "keras_hub")
+    assert (target / "config.json").read_bytes() == (
+        PRESETS / "classifier" / "config.json"
+    ).read_bytes()
+
+    # A preset written here is replaced by the next one; without a vocab, its old tokenizer goes.
+    target = tmp_path / "again"
+    convert_checkpoint(str(PRESETS / "cased_zh"), str(target), "keras_hub")
+    weights_only = tmp_path / "weights_only"
+    weights_only.mkdir()
+    for name in ("config.json", "model.weights.h5"):
+        shutil.copy(PRESETS / "classifier" / name, weights_only / name)
+    convert_checkpoint(str(weights_only), str(target), "keras_hub")
+    assert not (target / "tokenizer.json").exists()
+    assert not (target / "assets" / "tokenizer" / "vocabulary.txt").exists()
+    assert read_bert_config(str(target / "config.json")).vocab_size == 23

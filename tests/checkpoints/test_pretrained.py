@@ -50,3 +50,10 @@ def test_missing_files_are_named(tmp_path):
         load_encoder(str(weights_only / "bert_model.ckpt"))
     with pytest.raises(FileNotFoundError, match="no vocab.txt .* beside"):
         load_tokenizer(str(weights_only / "bert_model.ckpt"))
+
+
+def test_a_path_that_does_not_exist_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing: no such file, folder or checkpoint"):
+        load_encoder(str(tmp_path / "missing"))
+    with pytest.raises(FileNotFoundError, match="missing: no such file, folder or checkpoint"):
+        load_tokenizer(str(tmp_path / "missing"))
