@@ -10,7 +10,6 @@ truncation rule are written once.
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -140,7 +139,7 @@ class BertInputPacker(tf.Module):
                 else np.zeros([0], np.int32)
             )
             ragged.append(tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths))
-        packed = _graph_pack_ids(self, len(ragged))(ragged, seq_length or self.max_seq_length)
+        packed = self.pack_ids(ragged, seq_length)
         return {name: value.numpy() for name, value in packed.items()}
 
     @staticmethod
@@ -154,25 +153,3 @@ class BertInputPacker(tf.Module):
             starts.append(position)
             position += int(length) + 1
         return starts
-
-
-# pack_id_arrays' packing as a graph, one function per packer and number of segments.
-# Eagerly, tensorflow_text.combine_segments makes TensorFlow log a misleading ERROR line
-# ("oneDNN supports DT_INT64 only on platforms with AVX-512"); in a graph it does not, and many
-# calls cost less. The functions live beside the packers, not on them: a tf.function attribute
-# of the tf.Module would be saved with the exports that hold a packer. They reach their packer
-# through a weak reference, so that they do not keep it alive.
-_GRAPH_PACKERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _graph_pack_ids(packer: BertInputPacker, segment_count: int):
-    functions = _GRAPH_PACKERS.setdefault(packer, {})
-    if segment_count not in functions:
-        packer_ref = weakref.ref(packer)
-
-        @tf.function(reduce_retracing=True)
-        def pack(segments, seq_length):
-            return packer_ref().pack_ids(list(segments), seq_length)
-
-        functions[segment_count] = pack
-    return functions[segment_count]

@@ -148,28 +148,3 @@ def test_pad_to_longest_keeps_the_packing_and_pads_to_a_multiple_of_eight(minilm
     pair = packer(tf.constant(["one two"]), tf.constant(["three"]), pad_to_longest=True)
     np.testing.assert_array_equal(pair["input_type_ids"], [[0, 0, 0, 0, 1, 1, 0, 0]])
     assert serve(tf.constant([], tf.string))["input_word_ids"].shape == (0, 8)
-
-
-def test_id_arrays_pack_as_pack_ids_does_and_keep_no_packer_alive(minilm_dir):
-    """pack_id_arrays runs pack_ids in a graph of its own: the same arrays as the eager call,
-    for batches of other sizes and lengths and another seq_length, and the packer can go."""
-    import gc
-    import weakref
-
-    packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 12)
-    for segments, seq_length in (
-        ([[[5, 6, 7], [8]]], None),
-        ([[[5, 6, 7, 9, 10], [8], [1, 2]], [[3], [4, 4, 4, 4, 4, 4], []]], None),
-        ([[list(range(1, 30))]], 6),
-    ):
-        arrays = packer.pack_id_arrays(segments, seq_length)
-        eager = packer.pack_ids(
-            [tf.ragged.constant(segment, dtype=tf.int32, ragged_rank=1) for segment in segments],
-            seq_length,
-        )
-        for name, value in eager.items():
-            np.testing.assert_array_equal(arrays[name], value.numpy(), err_msg=name)
-    gone = weakref.ref(packer)
-    del packer
-    gc.collect()
-    assert gone() is None
