@@ -2,7 +2,7 @@
 
 The one packer of the library: classification, tagging, SQuAD windows, feature extraction,
 serving exports and TF Hub preprocessors all pack with `BertInputPacker.pack_ids` (the pipelines
-that hold their ids in numpy through `pack_id_arrays`, the same ops run eagerly), so what a model
+that hold their ids in numpy through `pack_id_arrays`, the same ops in one graph), so what a model
 is trained on and what it is served are made by the same ops, and the layout and the original's
 truncation rule are written once.
 """
@@ -84,23 +84,11 @@ class BertInputPacker(tf.Module):
         segments = [
             segment.merge_dims(1, -1) if segment.shape.rank > 2 else segment for segment in segments
         ]
-        budget = seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
-        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
-        ids, type_ids = tf_text.combine_segments(
-            trimmed, start_of_sequence_id=self._cls_id, end_of_segment_id=self._sep_id
-        )
-        input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
-        input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+        packed = _pack_segments(segments, seq_length, self._cls_id, self._sep_id)
         if pad_to_longest:
-            length = trimmed_length(input_mask, seq_length)
-            input_word_ids, input_mask, input_type_ids = (
-                tensor[:, :length] for tensor in (input_word_ids, input_mask, input_type_ids)
-            )
-        return {
-            "input_word_ids": tf.cast(input_word_ids, tf.int32),
-            "input_mask": tf.cast(input_mask, tf.int32),
-            "input_type_ids": tf.cast(input_type_ids, tf.int32),
-        }
+            length = trimmed_length(packed["input_mask"], seq_length)
+            packed = {name: tensor[:, :length] for name, tensor in packed.items()}
+        return packed
 
     @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python control flow
     def __call__(self, text_a, text_b=None, pad_to_longest: bool = False) -> dict[str, tf.Tensor]:
@@ -130,6 +118,8 @@ class BertInputPacker(tf.Module):
             raise ValueError(
                 f"segments hold different numbers of examples: {[len(s) for s in segments]}"
             )
+        if len(segments) not in (1, 2):
+            raise ValueError(f"expected 1 or 2 segments, got {len(segments)}")
         ragged = []
         for segment in segments:
             lengths = np.array([len(ids) for ids in segment], np.int64)
@@ -138,8 +128,14 @@ class BertInputPacker(tf.Module):
                 if len(segment)
                 else np.zeros([0], np.int32)
             )
-            ragged.append(tf.RaggedTensor.from_row_lengths(values.astype(np.int32), lengths))
-        packed = self.pack_ids(ragged, seq_length)
+            ragged.append(tf.RaggedTensor.from_row_lengths(values, lengths))
+        seq_length = self.max_seq_length if seq_length is None else seq_length
+        packed = _PACK_SEGMENTS_GRAPHS[len(segments)](
+            ragged,
+            tf.constant(seq_length, tf.int32),
+            tf.constant(self._cls_id, tf.int32),
+            tf.constant(self._sep_id, tf.int32),
+        )
         return {name: value.numpy() for name, value in packed.items()}
 
     @staticmethod
@@ -153,3 +149,86 @@ class BertInputPacker(tf.Module):
             starts.append(position)
             position += int(length) + 1
         return starts
+
+
+def _pack_segments(
+    segments: list[tf.RaggedTensor],
+    seq_length: int | tf.Tensor,
+    cls_id: int | tf.Tensor,
+    sep_id: int | tf.Tensor,
+) -> dict[str, tf.Tensor]:
+    """The packing ops of `BertInputPacker.pack_ids` for [batch, (pieces)] int32 segments:
+    int32 [batch, seq_length] word ids, mask and type ids."""
+    budget = seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
+    trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+    ids, type_ids = combine_segments(trimmed, cls_id, sep_id)
+    input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
+    input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+    return {
+        "input_word_ids": tf.cast(input_word_ids, tf.int32),
+        "input_mask": tf.cast(input_mask, tf.int32),
+        "input_type_ids": tf.cast(input_type_ids, tf.int32),
+    }
+
+
+def combine_segments(
+    segments: list[tf.RaggedTensor], cls_id: int | tf.Tensor, sep_id: int | tf.Tensor
+) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
+    """[CLS] A [SEP] (B [SEP] ...) per row, and each piece's segment index, as
+    `tensorflow_text.combine_segments` makes them (a test holds the two equal).
+
+    Written here rather than called from tensorflow_text because that one joins the segments
+    with a ragged concatenation along axis 1, which transposes an integer matrix, and
+    TensorFlow's oneDNN build then logs a false "oneDNN supports DT_INT64 only on platforms
+    with AVX-512" ERROR line in every process that packs (extract_features, SQuAD, tagging,
+    serving). Here the segments are padded, joined as dense columns and the padding dropped by a
+    ragged boolean mask: no transpose.
+
+    Args:
+      segments: [batch, (pieces)] integer RaggedTensors of one dtype, one per segment.
+      cls_id, sep_id: the [CLS] and [SEP] ids.
+
+    Returns:
+      (ids, type_ids): [batch, (1 + sum of pieces + len(segments))] RaggedTensors of the
+      segments' dtype.
+    """
+    dtype = segments[0].dtype
+    rows = segments[0].nrows()
+
+    def column(value):
+        return tf.fill(tf.stack([rows, 1]), tf.cast(value, dtype))
+
+    ids, type_ids, kept = [column(cls_id)], [column(0)], [tf.ones([rows, 1], tf.bool)]
+    for index, segment in enumerate(segments):
+        pieces = segment.to_tensor()
+        width = tf.shape(pieces, out_type=tf.int64)[1]
+        ids += [pieces, column(sep_id)]
+        type_ids += [tf.fill(tf.shape(pieces), tf.cast(index, dtype)), column(index)]
+        kept += [tf.sequence_mask(segment.row_lengths(), width), tf.ones([rows, 1], tf.bool)]
+    kept = tf.concat(kept, axis=1)
+    return (
+        tf.ragged.boolean_mask(tf.concat(ids, axis=1), kept),
+        tf.ragged.boolean_mask(tf.concat(type_ids, axis=1), kept),
+    )
+
+
+def _pack_segments_graph(segment_count: int) -> tf.types.experimental.PolymorphicFunction:
+    """`_pack_segments` as a graph for `segment_count` segments, with every size, length and
+    special id an input, so that one trace serves all packers and batches of a process.
+
+    `pack_id_arrays` runs this graph rather than the ops one by one: eagerly, each of the
+    trimmer's and the packing's many small ops is dispatched on its own, a cost per call that
+    dominated the feature conversion of short texts.
+    """
+    segment_spec = tf.RaggedTensorSpec(
+        [None, None], tf.int32, ragged_rank=1, row_splits_dtype=tf.int64
+    )
+    scalar_spec = tf.TensorSpec([], tf.int32)
+    return tf.function(
+        _pack_segments,
+        input_signature=[[segment_spec] * segment_count, scalar_spec, scalar_spec, scalar_spec],
+        autograph=False,
+    )
+
+
+_PACK_SEGMENTS_GRAPHS = {count: _pack_segments_graph(count) for count in (1, 2)}

@@ -148,3 +148,57 @@ def test_pad_to_longest_keeps_the_packing_and_pads_to_a_multiple_of_eight(minilm
     pair = packer(tf.constant(["one two"]), tf.constant(["three"]), pad_to_longest=True)
     np.testing.assert_array_equal(pair["input_type_ids"], [[0, 0, 0, 0, 1, 1, 0, 0]])
     assert serve(tf.constant([], tf.string))["input_word_ids"].shape == (0, 8)
+
+
+@pytest.mark.parametrize("dtype", [tf.int32, tf.int64])
+def test_combine_segments_joins_as_tensorflow_text_does(dtype):
+    """The packer's own combine_segments gives tensorflow_text.combine_segments' rows: empty
+    pieces, empty rows and an empty batch, one segment or two, both id dtypes."""
+    import tensorflow_text as tf_text
+
+    from official_bert.data.bert_input_packer import combine_segments
+
+    a = tf.ragged.constant([[5, 6, 7], [], [8], [9, 10]], dtype, ragged_rank=1)
+    b = tf.ragged.constant([[11], [12, 13], [], []], dtype, ragged_rank=1)
+    empty = tf.ragged.constant([], dtype, ragged_rank=1)
+    for segments in ([a], [a, b], [b, a], [empty], [empty, empty]):
+        ours = combine_segments(segments, 101, 102)
+        theirs = tf_text.combine_segments(segments, 101, 102)
+        for our_part, their_part in zip(ours, theirs, strict=True):
+            assert our_part.dtype == dtype
+            assert our_part.to_list() == their_part.to_list()
+    assert combine_segments([a, b], 101, 102)[0].to_list()[1] == [101, 102, 12, 13, 102]
+
+
+def test_packing_graph_transposes_no_integers():
+    """No integer Transpose in the packing: TensorFlow's oneDNN build logs a false "oneDNN
+    supports DT_INT64 only on platforms with AVX-512" ERROR line for one (which the ragged
+    concatenation of tensorflow_text.combine_segments makes)."""
+    from official_bert.data.bert_input_packer import _PACK_SEGMENTS_GRAPHS
+
+    for count, graph in _PACK_SEGMENTS_GRAPHS.items():
+        graph_def = graph.get_concrete_function().graph.as_graph_def()
+        nodes = [*graph_def.node, *(n for f in graph_def.library.function for n in f.node_def)]
+        assert "TFText>RoundRobinTrim" in {node.op for node in nodes}, count
+        assert [node.name for node in nodes if node.op == "Transpose"] == [], count
+
+
+def test_id_arrays_pack_as_pack_ids_does_for_every_size(minilm_dir):
+    """pack_id_arrays runs the packing as one graph for every packer and batch: the same
+    arrays as the eager pack_ids for other batch sizes, lengths, seq_lengths and packers."""
+    for seq_length, segments in (
+        (None, [[[5, 6, 7], [8]]]),
+        (None, [[[5, 6, 7, 9, 10], [8], [1, 2]], [[3], [4, 4, 4, 4, 4, 4], []]]),
+        (6, [[list(range(1, 30))]]),
+        (None, [[], []]),
+    ):
+        for max_seq_length in (12, 9):
+            packer = BertInputPacker(str(minilm_dir / "vocab.txt"), max_seq_length)
+            arrays = packer.pack_id_arrays(segments, seq_length)
+            eager = packer.pack_ids(
+                [tf.ragged.constant(s, dtype=tf.int32, ragged_rank=1) for s in segments],
+                seq_length,
+            )
+            for name, value in eager.items():
+                assert arrays[name].dtype == np.int32
+                np.testing.assert_array_equal(arrays[name], value.numpy(), err_msg=name)
