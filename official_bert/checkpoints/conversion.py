@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import tensorflow as tf
 from absl import logging
@@ -26,25 +27,55 @@ OUTPUT_NAMES = {
 }
 
 
-def load_model_with_available_heads(config: BertConfig, path: str, checkpoint_format: str):
+def load_model_with_available_heads(
+    config: BertConfig, path: str, checkpoint_format: str, architectures: Sequence[str] = ()
+):
     """The richest of our models that the checkpoint fills completely: BertPretrainer with MLM
-    and next-sentence heads, with the MLM head only, or a bare BertEncoder."""
-    from official_bert.models import BertEncoder, BertPretrainer
+    and next-sentence heads or with the MLM head only; a fine-tuned BertClassifier,
+    BertSpanLabeler or BertTokenTagger (with the checkpoint's own number of labels or tags);
+    else a bare BertEncoder.
 
-    for use_next_sentence_label in (True, False):
-        model = BertPretrainer(
-            BertEncoder.from_bert_config(config), use_next_sentence_label=use_next_sentence_label
-        )
-        model.build()
-        try:
-            loading.load_bert_weights(model, path, checkpoint_format, require_heads=True)
-            return model
-        except CheckpointMismatchError as error:
-            logging.info("Not a %s checkpoint with heads: %s", type(model).__name__, error)
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
-    loading.load_bert_weights(encoder, path, checkpoint_format)
-    return encoder
+    architectures: the Hugging Face classes the input's config.json names; a
+      BertForTokenClassification's head is named as a sentence classifier's ("classifier"),
+      so it is tried as the tagger first.
+    """
+    from official_bert.models import (
+        BertClassifier,
+        BertEncoder,
+        BertPretrainer,
+        BertSpanLabeler,
+        BertTokenTagger,
+    )
+
+    def encoder():
+        return BertEncoder.from_bert_config(config)
+
+    candidates = [
+        (None, lambda _: BertPretrainer(encoder(), use_next_sentence_label=True)),
+        (None, lambda _: BertPretrainer(encoder(), use_next_sentence_label=False)),
+        ("classifier", lambda size: BertClassifier(encoder(), num_classes=size)),
+        (None, lambda _: BertSpanLabeler(encoder())),
+        ("tagger", lambda size: BertTokenTagger(encoder(), num_tags=size)),
+    ]
+    if "BertForTokenClassification" in architectures:
+        candidates.insert(2, candidates.pop())
+    for sized_part, make_model in candidates:
+        size = 2  # a first guess; a checkpoint's head of another size says its own
+        for _ in range(2):
+            model = make_model(size)
+            model.build()
+            try:
+                loading.load_bert_weights(model, path, checkpoint_format, require_heads=True)
+                return model
+            except CheckpointMismatchError as error:
+                logging.info("Not a %s checkpoint: %s", type(model).__name__, error)
+                if error.head_sizes.get(sized_part, size) == size:
+                    break
+                size = error.head_sizes[sized_part]
+    model = encoder()
+    model.build()
+    loading.load_bert_weights(model, path, checkpoint_format)
+    return model
 
 
 def convert_checkpoint(
@@ -57,11 +88,13 @@ def convert_checkpoint(
 ) -> str:
     """Converts `input_checkpoint` into `output_dir` in `output_format`.
 
-    Writes the weights (heads included when the input has them), `bert_config.json` (and for
-    safetensors also the HF `config.json`) and, when a vocab is known, `vocab.txt`; for
-    keras_hub, a keras-hub BertBackbone preset instead (its config.json, tokenizer.json with
-    the input's casing and the vocabulary as an asset; no heads). Returns the path of the
-    written weights.
+    Writes the weights (heads included when the input has them: pre-training heads, or a
+    fine-tuned classifier's, SQuAD span head or token tagger, see
+    load_model_with_available_heads), `bert_config.json` (and for safetensors also the HF
+    `config.json` of the matching class, e.g. BertForSequenceClassification with its number of
+    labels) and, when a vocab is known, `vocab.txt`; for keras_hub, a keras-hub BertBackbone
+    preset instead (its config.json, tokenizer.json with the input's casing and the vocabulary
+    as an asset; no heads). Returns the path of the written weights.
     """
     input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
     bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
@@ -78,7 +111,12 @@ def convert_checkpoint(
     if vocab_file is not None:
         check_vocab_matches_config(config, vocab_file, bert_config_file)
 
-    model = load_model_with_available_heads(config, input_checkpoint, input_format)
+    model = load_model_with_available_heads(
+        config,
+        input_checkpoint,
+        input_format,
+        safetensors_bert.read_hf_architectures(bert_config_file),
+    )
     os.makedirs(output_dir, exist_ok=True)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
     if output_format == "keras_hub":
@@ -87,11 +125,13 @@ def convert_checkpoint(
     written = loading.save_bert_weights(model, output_path, output_format)
     config.to_json_file(os.path.join(output_dir, "bert_config.json"))
     if output_format == "safetensors":
-        from official_bert.models import BertEncoder
-
-        architecture = "BertModel" if isinstance(model, BertEncoder) else "BertForPreTraining"
+        architecture, num_labels = safetensors_bert.hf_architecture(model)
         safetensors_bert.write_hf_config(
-            config, os.path.join(output_dir, "config.json"), architecture
+            config,
+            os.path.join(output_dir, "config.json"),
+            architecture,
+            num_labels,
+            num_labels and _label_names(input_checkpoint, bert_config_file, num_labels),
         )
     if vocab_file is not None:
         target = os.path.join(output_dir, "vocab.txt")
@@ -107,6 +147,28 @@ def convert_checkpoint(
         type(model).__name__,
     )
     return written
+
+
+# Where a fine-tuning run's output folder keeps its label names (the serving export's).
+_RUN_LABELS_FILE = os.path.join("serving_model", "assets.extra", "labels.txt")
+
+
+def _label_names(input_checkpoint: str, bert_config_file: str, count: int) -> list[str] | None:
+    """The names of a fine-tuned head's `count` labels: the input's Hugging Face `id2label`,
+    else the labels.txt of the serving model that run_classifier.py or a tagging run exported
+    beside the checkpoint; None when neither names `count` distinct labels."""
+    names = safetensors_bert.read_hf_label_names(bert_config_file, count)
+    if names is not None:
+        return names
+    directory = (
+        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
+    )
+    labels_file = os.path.join(directory, _RUN_LABELS_FILE)
+    if not os.path.isfile(labels_file):
+        return None
+    with open(labels_file, encoding="utf-8") as reader:
+        names = reader.read().splitlines()
+    return names if len(names) == count and len(set(names)) == count else None
 
 
 def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint) -> None:

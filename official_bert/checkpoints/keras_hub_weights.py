@@ -29,7 +29,11 @@ from absl import logging
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import keras_hub_preset as preset_files
 from official_bert.checkpoints.original_tf1 import load_tf1_named_arrays
-from official_bert.checkpoints.variable_table import CheckpointMismatchError, model_entries
+from official_bert.checkpoints.variable_table import (
+    ENCODER_PARTS,
+    CheckpointMismatchError,
+    model_entries,
+)
 
 _BACKBONE = "a keras-hub BertBackbone's weights"
 _CLASSIFIER_HEAD = "a keras-hub BertTextClassifier's head"
@@ -370,8 +374,8 @@ def write_keras_hub_weights(model, path: str) -> str:
     heads are not written. Returns `path`. Written atomically."""
     import h5py
 
-    entries = [entry for entry in model_entries(model) if entry.part == "encoder"]
-    dropped = sorted({entry.part for entry in model_entries(model)} - {"encoder"})
+    entries = [entry for entry in model_entries(model) if entry.part in ENCODER_PARTS]
+    dropped = sorted({entry.part for entry in model_entries(model)} - set(ENCODER_PARTS))
     arrays = {entry.tf1_name: entry.to_tf1_value() for entry in entries}
     hidden = arrays["bert/embeddings/word_embeddings"].shape[-1]
     heads = getattr(model, "encoder", model).num_attention_heads
@@ -410,9 +414,9 @@ def write_keras_hub_weights(model, path: str) -> str:
                 for position, value in enumerate(values):
                     group.create_dataset(str(position), data=np.asarray(value, np.float32))
     for part in dropped:
-        logging.info(
-            "%s: the %s head is not written (a keras-hub preset holds the backbone)", path, part
-        )
+        # A fine-tuned head is the point of its checkpoint: say loudly that it is left out.
+        log = logging.info if part in ("masked_lm", "next_sentence") else logging.warning
+        log("%s: the %s head is not written (a keras-hub preset holds the backbone)", path, part)
     logging.info("Wrote a keras-hub BertBackbone's weights (%d layers) to %s", index, path)
     return path
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints.original_tf1 import resolve_checkpoint_prefix, write_checkpoint_state
-from official_bert.checkpoints.variable_table import CheckpointMismatchError
+from official_bert.checkpoints.variable_table import SIZED_HEAD_PARTS, CheckpointMismatchError
 
 _HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span", "tagger")
 
@@ -28,8 +28,9 @@ def write_object_checkpoint(model, prefix: str) -> str:
     return path
 
 
-def _object_paths(prefix: str) -> set[str]:
-    """Every object path ("model/encoder/embeddings", ...) in a checkpoint's object graph.
+def _object_paths(prefix: str) -> dict[str, str | None]:
+    """Every object path ("model/encoder/embeddings", ...) in a checkpoint's object graph, with
+    the key its value is stored under when it is a variable (else None).
 
     Read from the graph rather than from variable keys: a variable reachable by several paths
     (e.g. through an optimizer's list of trainable variables) is keyed by only one of them.
@@ -40,12 +41,19 @@ def _object_paths(prefix: str) -> set[str]:
     graph.ParseFromString(
         tf.train.load_checkpoint(prefix).get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
     )
-    paths, queue, seen = set(), [(0, "")], {0}
+
+    def value_key(node_id: int) -> str | None:
+        keys = [
+            a.checkpoint_key for a in graph.nodes[node_id].attributes if a.name == "VARIABLE_VALUE"
+        ]
+        return keys[0] if keys else None
+
+    paths, queue, seen = {}, [(0, "")], {0}
     while queue:
         node, path = queue.pop(0)
         for child in graph.nodes[node].children:
             child_path = f"{path}/{child.local_name}" if path else child.local_name
-            paths.add(child_path)
+            paths[child_path] = value_key(child.node_id)
             if child.node_id not in seen:
                 seen.add(child.node_id)
                 queue.append((child.node_id, child_path))
@@ -98,6 +106,7 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
                 )
             else:
                 logging.info("%s: not in %s; keeping its initialization", head_name, prefix)
+    _check_head_sizes(prefix, parent, model, children, paths)
     checkpoint = _nest(parent, **children)
     try:
         status = checkpoint.read(prefix)
@@ -108,3 +117,25 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
         ) from None
     status.expect_partial()
     logging.info("Restored %s from object-based checkpoint %s", type(model).__name__, prefix)
+
+
+def _check_head_sizes(prefix: str, parent: str, model, children: dict, paths: dict) -> None:
+    """Raises CheckpointMismatchError with head_sizes when a classifier's or tagger's head in
+    the checkpoint has another number of outputs than the model's (read before restoring, which
+    would only say that some tensor has an incompatible shape). paths: _object_paths'."""
+    shapes = dict(tf.train.list_variables(prefix))
+    sizes, problems = {}, []
+    for head_name in SIZED_HEAD_PARTS:
+        if head_name not in children:
+            continue
+        bias_key = paths.get("/".join(filter(None, [parent, head_name, "dense", "bias"])))
+        found = shapes.get(bias_key)
+        expected = children[head_name].dense.bias.shape[0]
+        if found is not None and len(found) == 1 and found[0] != expected:
+            sizes[head_name] = int(found[0])
+            problems.append(f"its {head_name} head has {found[0]} outputs, the model's {expected}")
+    if sizes:
+        raise CheckpointMismatchError(
+            f"checkpoint {prefix} does not fit {type(model).__name__}: " + "; ".join(problems),
+            head_sizes=sizes,
+        )

@@ -13,9 +13,11 @@ from absl import logging
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.checkpoints.variable_table import (
     WeightEntry,
+    log_kept_initializations,
     model_entries,
     raise_if_mismatched,
-    wholly_absent_heads,
+    sized_head_mismatches,
+    skippable_parts,
 )
 from official_bert.config import write_text_atomically
 
@@ -98,7 +100,7 @@ def load_tf1_named_weights(
 
     names = {scope_prefix + entry.tf1_name for entry in entries}
     missing = [e for e in entries if scope_prefix + e.tf1_name not in shapes]
-    skipped_parts = set() if require_heads else wholly_absent_heads(entries, missing)
+    skipped_parts = skippable_parts(entries, missing, require_heads)
     missing = [e for e in missing if e.part not in skipped_parts]
 
     unexpected = []
@@ -111,8 +113,7 @@ def load_tf1_named_weights(
         unexpected.append(f"{name} {list(shapes[name])}")
 
     mis_shaped = [
-        f"{e.tf1_name}: checkpoint {list(shapes[scope_prefix + e.tf1_name])}, model expects "
-        f"{list(e.tf1_shape)}"
+        (e, tuple(shapes[scope_prefix + e.tf1_name]))
         for e in entries
         if e not in missing
         and e.part not in skipped_parts
@@ -122,16 +123,19 @@ def load_tf1_named_weights(
         source,
         model,
         [f"{e.tf1_name} {list(e.tf1_shape)}" for e in missing],
-        mis_shaped,
+        [
+            f"{e.tf1_name}: checkpoint {list(shape)}, model expects {list(e.tf1_shape)}"
+            for e, shape in mis_shaped
+        ],
         unexpected,
+        head_sizes=sized_head_mismatches(mis_shaped),
     )
 
     loaded = [e for e in entries if e.part not in skipped_parts]
     for entry in loaded:
         value = get_tensor(scope_prefix + entry.tf1_name)
         entry.variable.assign(entry.to_model_value(value).astype(entry.variable.dtype))
-    for part in sorted(skipped_parts):
-        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, source)
+    log_kept_initializations(skipped_parts, model, source)
     logging.info("Loaded %d variables from %s", len(loaded), source)
     return loaded
 

@@ -19,9 +19,12 @@ from official_bert.checkpoints.hf_shard_index import (
     weight_files,
 )
 from official_bert.checkpoints.variable_table import (
+    log_kept_initializations,
     model_entries,
     raise_if_mismatched,
-    wholly_absent_heads,
+    sized_head_mismatches,
+    skippable_parts,
+    uses_pooler,
 )
 from official_bert.config import BertConfig, write_text_atomically
 
@@ -33,6 +36,9 @@ _NAME_TABLE = [
     (r"^cls/squad/output_bias$", "qa_outputs.bias"),
     (r"^output_weights$", "classifier.weight"),
     (r"^output_bias$", "classifier.bias"),
+    # BertForTokenClassification calls its head "classifier" too (a model has one or the other).
+    (r"^cls/tagger/output_weights$", "classifier.weight"),
+    (r"^cls/tagger/output_bias$", "classifier.bias"),
     (r"^cls/seq_relationship/output_weights$", "cls.seq_relationship.weight"),
     (r"^cls/seq_relationship/output_bias$", "cls.seq_relationship.bias"),
     (r"^bert/", ""),
@@ -238,7 +244,7 @@ def read_hf_named_weights(
 
     names = {entry.tf1_name: file_name(entry) for entry in entries}
     missing = [e for e in entries if names[e.tf1_name] not in arrays]
-    skipped = set() if require_heads else wholly_absent_heads(entries, missing)
+    skipped = skippable_parts(entries, missing, require_heads)
     missing = [e for e in missing if e.part not in skipped]
     used = set(names.values())
     unexpected = [
@@ -258,18 +264,20 @@ def read_hf_named_weights(
         if _TRANSPOSED_IN_HF.search(entry.tf1_name):
             value = value.T
         if tuple(value.shape) != tuple(entry.tf1_shape):
-            mis_shaped.append(
-                f"{names[entry.tf1_name]}: file {list(arrays[names[entry.tf1_name]].shape)}, "
-                f"model expects {list(entry.tf1_shape)} (original layout)"
-            )
+            mis_shaped.append((entry, tuple(value.shape)))
         else:
             values[entry.tf1_name] = value
     raise_if_mismatched(
         source,
         model,
         [f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing],
-        mis_shaped,
+        [
+            f"{names[e.tf1_name]}: file {list(arrays[names[e.tf1_name]].shape)}, "
+            f"model expects {list(e.tf1_shape)} (original layout)"
+            for e, _ in mis_shaped
+        ],
         unexpected,
+        head_sizes=sized_head_mismatches(mis_shaped),
     )
     for entry in loaded:
         value = entry.to_model_value(values[entry.tf1_name].astype(np.float32))
@@ -283,8 +291,7 @@ def read_hf_named_weights(
                 "ties them, so the word embeddings are used for the MLM output",
                 source,
             )
-    for part in sorted(skipped):
-        logging.info("%s: no '%s' weights in %s; keeping its initialization", part, part, source)
+    log_kept_initializations(skipped, model, source)
     logging.info("Loaded %d tensors from %s", len(loaded), source)
     return len(loaded)
 
@@ -292,14 +299,18 @@ def read_hf_named_weights(
 def write_safetensors_checkpoint(model, path: str) -> str:
     """Writes `model`'s weights as safetensors with HF names (torch layout, float32).
 
-    A bare encoder is written as HF `BertModel` (no prefix); a model with heads as
-    `BertForPreTraining`-style names (`bert.` prefix on the encoder). Written atomically.
+    A bare encoder is written as HF `BertModel` (no prefix); a model with heads with the
+    `bert.` prefix on the encoder, as the matching HF class (`hf_architecture`) holds them: the
+    span labeler, token tagger and a pre-training model without the next-sentence head are
+    written without the pooler, which their HF classes do not have. Written atomically.
     """
     from official_bert.models import BertEncoder
 
     prefix = "" if isinstance(model, BertEncoder) else "bert."
     tensors = {}
     for entry in model_entries(model):
+        if entry.part == "pooler" and not uses_pooler(model):
+            continue
         value = entry.to_tf1_value()
         if _TRANSPOSED_IN_HF.search(entry.tf1_name):
             value = value.T
@@ -313,7 +324,78 @@ def write_safetensors_checkpoint(model, path: str) -> str:
     return path
 
 
-def write_hf_config(config: BertConfig, path: str, architecture: str = "BertModel") -> None:
-    write_text_atomically(
-        path, json.dumps(hf_config_from_bert_config(config, architecture), indent=2, sort_keys=True)
+def hf_architecture(model) -> tuple[str, int | None]:
+    """The Hugging Face class whose weights `model` holds, and its number of labels (None for
+    the models without labels): BertModel, BertForPreTraining, BertForMaskedLM,
+    BertForSequenceClassification, BertForQuestionAnswering or BertForTokenClassification."""
+    from official_bert.models import (
+        BertClassifier,
+        BertEncoder,
+        BertPretrainer,
+        BertSpanLabeler,
+        BertTokenTagger,
     )
+
+    if isinstance(model, BertEncoder):
+        return "BertModel", None
+    if isinstance(model, BertPretrainer):
+        return (
+            "BertForPreTraining" if model.next_sentence is not None else "BertForMaskedLM"
+        ), None
+    if isinstance(model, BertClassifier):
+        return "BertForSequenceClassification", model.num_classes
+    if isinstance(model, BertSpanLabeler):
+        return "BertForQuestionAnswering", None
+    if isinstance(model, BertTokenTagger):
+        return "BertForTokenClassification", model.num_tags
+    raise TypeError(f"no Hugging Face class for {type(model).__name__}")
+
+
+def _read_hf_config_values(path: str) -> dict:
+    """A config.json's values ({} when `path` is not a readable JSON object)."""
+    try:
+        with open(path, encoding="utf-8") as reader:
+            values = json.load(reader)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def read_hf_architectures(path: str) -> list[str]:
+    """The `architectures` a Hugging Face config.json names ([] when it names none or `path`
+    is not one)."""
+    architectures = _read_hf_config_values(path).get("architectures")
+    return (
+        [a for a in architectures or [] if isinstance(a, str)]
+        if isinstance(architectures, list)
+        else []
+    )
+
+
+def read_hf_label_names(path: str, count: int) -> list[str] | None:
+    """The label names of a Hugging Face config.json's `id2label`, by id, when it names exactly
+    ids 0 .. count - 1 (else None)."""
+    id2label = _read_hf_config_values(path).get("id2label")
+    if not isinstance(id2label, dict) or sorted(id2label) != sorted(map(str, range(count))):
+        return None
+    return [str(id2label[str(index)]) for index in range(count)]
+
+
+def write_hf_config(
+    config: BertConfig,
+    path: str,
+    architecture: str = "BertModel",
+    num_labels: int | None = None,
+    label_names: list[str] | None = None,
+) -> None:
+    """Writes a Hugging Face config.json for `config`; with `num_labels`, `id2label` and
+    `label2id` (which set a head's size in transformers) of `label_names`, by default the
+    generic names transformers gives (LABEL_0, ...)."""
+    values = hf_config_from_bert_config(config, architecture)
+    if num_labels is not None:
+        names = label_names or [f"LABEL_{index}" for index in range(num_labels)]
+        if len(names) != num_labels or len(set(names)) != num_labels:
+            raise ValueError(f"expected {num_labels} distinct label names, got {names}")
+        values["id2label"] = {str(index): name for index, name in enumerate(names)}
+        values["label2id"] = {name: index for index, name in enumerate(names)}
+    write_text_atomically(path, json.dumps(values, indent=2, sort_keys=True))

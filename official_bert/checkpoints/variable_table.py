@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from absl import logging
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,8 +23,8 @@ class WeightEntry:
     tf1_shape: its shape in the original layout (ours may differ by a reshape or transpose).
     transpose: True when the original stores the transpose of our kernel ("output_weights" of the
       heads are [num_classes, hidden] where a Keras Dense kernel is [hidden, num_classes]).
-    part: which piece of a model it belongs to: "encoder", "masked_lm", "next_sentence",
-      "classifier" or "span".
+    part: which piece of a model it belongs to: "encoder", "pooler" (the encoder's [CLS]
+      dense layer), "masked_lm", "next_sentence", "classifier", "span" or "tagger".
     """
 
     tf1_name: str
@@ -122,7 +123,7 @@ def encoder_entries(encoder) -> list[WeightEntry]:
         entries += _layer_norm(
             f"{prefix}/output/LayerNorm", block.output_layer_norm, hidden, "encoder"
         )
-    entries += _dense("bert/pooler/dense", encoder.pooler, hidden, hidden, "encoder")
+    entries += _dense("bert/pooler/dense", encoder.pooler, hidden, hidden, "pooler")
     return entries
 
 
@@ -205,26 +206,92 @@ def model_entries(model) -> list[WeightEntry]:
 # === Matching a checkpoint against a model ===
 # The parts a model may start without (fine-tuning starts from a checkpoint without them).
 HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span", "tagger")
+# The parts of a bare encoder: what every checkpoint of a BERT holds, but for the pooler.
+ENCODER_PARTS = ("encoder", "pooler")
+# Heads whose number of outputs is the model's choice (labels, tags): a checkpoint's own size
+# is reported in CheckpointMismatchError.head_sizes, so that a converter can build its model.
+SIZED_HEAD_PARTS = ("classifier", "tagger")
 
 
 class CheckpointMismatchError(ValueError):
-    """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped)."""
+    """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped).
+
+    head_sizes: {part: the number of outputs the checkpoint's head has} for each head of
+      SIZED_HEAD_PARTS whose number of outputs alone differs from the model's.
+    """
+
+    def __init__(self, message: str, head_sizes: dict[str, int] | None = None):
+        super().__init__(message)
+        self.head_sizes = dict(head_sizes or {})
 
 
-def wholly_absent_heads(entries: list[WeightEntry], missing: list[WeightEntry]) -> set[str]:
-    """The head parts none of whose weights are in the checkpoint."""
+def skippable_parts(
+    entries: list[WeightEntry], missing: list[WeightEntry], require_heads: bool = False
+) -> set[str]:
+    """The parts none of whose weights are in the checkpoint and that the model may keep
+    initialized: a head (unless `require_heads`), and the pooler, which checkpoints of models
+    without one lack (Hugging Face's BertForQuestionAnswering, BertForTokenClassification and
+    BertForMaskedLM)."""
     absent = set()
-    for part in HEAD_PARTS:
+    for part in (*(() if require_heads else HEAD_PARTS), "pooler"):
         part_entries = [e for e in entries if e.part == part]
         if part_entries and all(e in missing for e in part_entries):
             absent.add(part)
     return absent
 
 
+def uses_pooler(model) -> bool:
+    """Whether `model`'s outputs depend on the pooler: a bare encoder (its pooled_output), a
+    sentence classifier, a pre-training model with the next-sentence head."""
+    from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
+
+    if isinstance(model, BertPretrainer):
+        return model.next_sentence is not None
+    return isinstance(model, (BertEncoder, BertClassifier))
+
+
+def log_kept_initializations(parts: set[str], model, source: str) -> None:
+    """Says which parts of `model` were absent from `source` and keep their initialization:
+    a warning for a pooler the model uses, else an info line."""
+    for part in sorted(parts):
+        if part == "pooler" and uses_pooler(model):
+            logging.warning(
+                "%s holds no pooler (bert/pooler/dense), as a checkpoint of a model without one "
+                "(such as a question-answering, token-classification or masked-LM model) does: "
+                "%s's pooled_output comes from a randomly initialized pooler",
+                source,
+                type(model).__name__,
+            )
+        else:
+            logging.info(
+                "%s: no '%s' weights in %s; keeping its initialization", part, part, source
+            )
+
+
+def sized_head_mismatches(mis_shaped: list[tuple[WeightEntry, tuple]]) -> dict[str, int]:
+    """{part: the checkpoint's number of outputs} from the (entry, checkpoint shape in the
+    original layout) pairs that differ, when the only difference of a sized head is its number
+    of outputs (its bias's length)."""
+    sizes = {}
+    for entry, shape in mis_shaped:
+        if entry.part in SIZED_HEAD_PARTS and entry.tf1_name.endswith("output_bias"):
+            sizes[entry.part] = int(shape[0])
+    for entry, shape in mis_shaped:
+        if entry.part in sizes and tuple(shape[1:]) != tuple(entry.tf1_shape[1:]):
+            sizes.pop(entry.part)  # not only the size: a head of another hidden width
+    return sizes
+
+
 def raise_if_mismatched(
-    source: str, model, missing: list[str], mis_shaped: list[str], unexpected: list[str]
+    source: str,
+    model,
+    missing: list[str],
+    mis_shaped: list[str],
+    unexpected: list[str],
+    head_sizes: dict[str, int] | None = None,
 ) -> None:
-    """One CheckpointMismatchError that lists every problem, or nothing when there is none."""
+    """One CheckpointMismatchError that lists every problem, or nothing when there is none;
+    head_sizes as CheckpointMismatchError's."""
     problems = [
         f"{title}:\n  " + "\n  ".join(lines)
         for title, lines in (
@@ -236,5 +303,6 @@ def raise_if_mismatched(
     ]
     if problems:
         raise CheckpointMismatchError(
-            f"{source} does not fit {type(model).__name__}:\n" + "\n".join(problems)
+            f"{source} does not fit {type(model).__name__}:\n" + "\n".join(problems),
+            head_sizes=head_sizes,
         )

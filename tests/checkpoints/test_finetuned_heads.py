@@ -1,0 +1,244 @@
+"""Fine-tuned heads (sentence classifier, SQuAD span, token tagger) are read from Hugging Face
+files, kept by convert_checkpoint in every layout, and written as the Hugging Face class that
+holds them. Reference: tests/fixtures/hf_finetuned_heads, written and computed by PyTorch
+transformers (tests/fixtures/make_hf_finetuned_heads.py)."""
+
+import json
+import logging
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import load_file, save_file
+
+from official_bert.checkpoints import load_bert_weights, save_bert_weights
+from official_bert.checkpoints.conversion import (
+    convert_checkpoint,
+    load_model_with_available_heads,
+)
+from official_bert.checkpoints.loading import read_bert_config
+from official_bert.checkpoints.safetensors_bert import read_hf_architectures
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
+from official_bert.models import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    BertSpanLabeler,
+    BertTokenTagger,
+)
+from tests.conftest import FIXTURES
+
+HEADS = FIXTURES / "hf_finetuned_heads"
+# folder: (our model class, its number of labels or tags)
+EXPECTED = {
+    "sequence_classification": (BertClassifier, 3),
+    "question_answering": (BertSpanLabeler, None),
+    "token_classification": (BertTokenTagger, 5),
+}
+
+
+def _model_from(path, checkpoint_format, config_file):
+    return load_model_with_available_heads(
+        read_bert_config(str(config_file)),
+        str(path),
+        checkpoint_format,
+        read_hf_architectures(str(config_file)),
+    )
+
+
+def _assert_matches_pytorch(model, folder):
+    reference = np.load(HEADS / folder / "outputs.npz")
+    outputs = model(
+        {
+            "input_word_ids": reference["input_ids"],
+            "input_mask": reference["input_mask"],
+            "input_type_ids": reference["token_type_ids"],
+        }
+    )
+    if isinstance(outputs, dict):
+        for name in ("start_logits", "end_logits"):
+            np.testing.assert_allclose(outputs[name], reference[name], atol=2e-5, err_msg=name)
+    else:
+        np.testing.assert_allclose(outputs, reference["logits"], atol=2e-5)
+
+
+def _assert_kind(model, folder):
+    model_class, size = EXPECTED[folder]
+    assert type(model) is model_class
+    if model_class is BertClassifier:
+        assert model.num_classes == size
+    if model_class is BertTokenTagger:
+        assert model.num_tags == size
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_hugging_face_fine_tuned_models_are_read_with_their_heads(folder):
+    """Each HF class is recognized (the number of labels from the file), its outputs are
+    PyTorch's; the pooler-less question-answering and token-classification files load."""
+    directory = HEADS / folder
+    model = _model_from(directory, "safetensors", directory / "config.json")
+    _assert_kind(model, folder)
+    _assert_matches_pytorch(model, folder)
+
+
+@pytest.mark.parametrize("folder", sorted(EXPECTED))
+def test_conversion_keeps_the_head_in_every_layout(folder, tmp_path):
+    """HF safetensors -> tf1 -> object -> safetensors: each output is read back as the same
+    fine-tuned model with PyTorch's outputs, and the final safetensors file holds exactly the
+    tensors and the class (with its labels) that transformers itself wrote."""
+    source = HEADS / folder
+    current, current_config = source, source / "config.json"
+    for index, output_format in enumerate(("tf1", "object", "safetensors")):
+        output_dir = tmp_path / f"{index}_{output_format}"
+        written = convert_checkpoint(str(current), str(output_dir), output_format)
+        config_file = output_dir / (
+            "config.json" if output_format == "safetensors" else "bert_config.json"
+        )
+        model = _model_from(written, output_format, config_file)
+        _assert_kind(model, folder)
+        _assert_matches_pytorch(model, folder)
+        current, current_config = written, config_file
+
+    ours, theirs = load_file(current), load_file(source / "model.safetensors")
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        assert ours[name].shape == value.shape, name
+    ours_config = json.loads(current_config.read_text(encoding="utf-8"))
+    theirs_config = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    for field in ("architectures", "id2label", "label2id"):
+        assert ours_config.get(field) == theirs_config.get(field), field
+
+
+def test_a_fine_tuning_runs_object_checkpoint_converts_with_its_head(tmp_path):
+    """A training run's checkpoint (the model beside its optimizer, as the Runner writes it) of
+    a 3-label classifier converts to a BertForSequenceClassification file with the run's
+    label names."""
+    folder = "sequence_classification"
+    model = _model_from(HEADS / folder, "safetensors", HEADS / folder / "config.json")
+    run_dir = tmp_path / "run"
+    # As the Runner saves it: TensorFlow then keys the variables under the optimizer's lists.
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    prefix = tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(run_dir / "ckpt"))
+    keys = [key for key, _ in tf.train.list_variables(prefix)]
+    assert not [key for key in keys if key.startswith("model/classifier")], keys
+    read_bert_config(str(HEADS / folder / "config.json")).to_json_file(
+        str(run_dir / "bert_config.json")
+    )
+    # The label names the run's serving export keeps.
+    labels_file = run_dir / "serving_model" / "assets.extra" / "labels.txt"
+    labels_file.parent.mkdir(parents=True)
+    labels_file.write_text("negative\nneutral\npositive\n", encoding="utf-8")
+    written = convert_checkpoint(prefix, str(tmp_path / "hf"), "safetensors")
+    tensors = load_file(written)
+    assert tensors["classifier.weight"].shape == (3, 32)
+    assert "bert.pooler.dense.weight" in tensors
+    config = json.loads((tmp_path / "hf" / "config.json").read_text(encoding="utf-8"))
+    assert config["architectures"] == ["BertForSequenceClassification"]
+    assert config["id2label"] == {"0": "negative", "1": "neutral", "2": "positive"}
+    assert config["label2id"] == {"negative": 0, "neutral": 1, "positive": 2}
+
+    # Labels of another count are not taken: the generic names.
+    labels_file.write_text("yes\nno\n", encoding="utf-8")
+    convert_checkpoint(str(run_dir), str(tmp_path / "hf2"), "safetensors")
+    config = json.loads((tmp_path / "hf2" / "config.json").read_text(encoding="utf-8"))
+    assert config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
+    converted = _model_from(written, "safetensors", tmp_path / "hf" / "config.json")
+    _assert_matches_pytorch(converted, folder)
+
+
+def test_a_head_of_another_size_is_refused_with_the_files_size():
+    """Fine-tuning a 2-label classifier from a 3-label file is refused (the error names both
+    shapes), and the error carries the file's size for a converter."""
+    folder = HEADS / "sequence_classification"
+    config = read_bert_config(str(folder / "config.json"))
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    model.build()
+    with pytest.raises(
+        CheckpointMismatchError, match=r"classifier\.weight: file \[3, 32\]"
+    ) as error:
+        load_bert_weights(model, str(folder))
+    assert error.value.head_sizes == {"classifier": 3}
+
+
+def test_a_tagger_reads_a_token_classifiers_head(tmp_path):
+    """run_classifier-style fine-tuning of a 5-tag tagger from a BertForTokenClassification file
+    starts from its head; the same file without config.json's architecture still converts, as
+    a sentence classifier (the names alone cannot tell them apart)."""
+    folder = HEADS / "token_classification"
+    config = read_bert_config(str(folder / "config.json"))
+    tagger = BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
+    tagger.build()
+    load_bert_weights(tagger, str(folder), require_heads=True)
+    _assert_matches_pytorch(tagger, "token_classification")
+
+    bare = tmp_path / "no_architecture"
+    bare.mkdir()
+    save_file(load_file(folder / "model.safetensors"), str(bare / "model.safetensors"))
+    values = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    values.pop("architectures")
+    (bare / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    model = _model_from(bare, "safetensors", bare / "config.json")
+    assert type(model) is BertClassifier and model.num_classes == 5
+
+
+def test_a_missing_pooler_keeps_its_initialization_and_says_so(caplog):
+    """A pooler-less file (BertForQuestionAnswering) fills an encoder but for its pooler, with a
+    warning, since the encoder's pooled_output then is not pre-trained; a span labeler or an
+    MLM-only pretrainer, which do not use it, load without one."""
+    folder = HEADS / "question_answering"
+    config = read_bert_config(str(folder / "config.json"))
+    tensors = load_file(folder / "model.safetensors")
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    with caplog.at_level(logging.INFO):
+        load_bert_weights(encoder, str(folder))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("holds no pooler" in message for message in warnings), warnings
+    np.testing.assert_array_equal(
+        encoder.embeddings.word_embeddings.embeddings.numpy(),
+        tensors["bert.embeddings.word_embeddings.weight"],
+    )
+
+    caplog.clear()
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(config), use_next_sentence_label=False)
+    pretrainer.build()
+    with caplog.at_level(logging.INFO):
+        load_bert_weights(pretrainer, str(folder))
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_span_and_tagger_safetensors_omit_the_pooler_and_read_back(tmp_path):
+    """Written as HF writes them (no bert.pooler.*), a span labeler's and a tagger's files load
+    back into the same models with equal outputs."""
+    for folder in ("question_answering", "token_classification"):
+        model = _model_from(HEADS / folder, "safetensors", HEADS / folder / "config.json")
+        path = save_bert_weights(model, str(tmp_path / f"{folder}.safetensors"), "safetensors")
+        assert not [name for name in load_file(path) if "pooler" in name]
+        config = read_bert_config(str(HEADS / folder / "config.json"))
+        again = (
+            BertSpanLabeler(BertEncoder.from_bert_config(config))
+            if folder == "question_answering"
+            else BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
+        )
+        again.build()
+        load_bert_weights(again, path, require_heads=True)
+        _assert_matches_pytorch(again, folder)
+
+
+def test_hugging_face_label_names_are_kept(tmp_path):
+    """A Hugging Face NER model's own id2label (B-PER, ...) is written back as it was."""
+    source = HEADS / "token_classification"
+    named = tmp_path / "named"
+    named.mkdir()
+    save_file(load_file(source / "model.safetensors"), str(named / "model.safetensors"))
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    values["id2label"] = dict(enumerate(names))
+    values["label2id"] = {name: index for index, name in enumerate(names)}
+    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    convert_checkpoint(str(named), str(tmp_path / "out"), "safetensors")
+    config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
+    assert config["architectures"] == ["BertForTokenClassification"]
+    assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
