@@ -19,6 +19,7 @@ from official_bert.checkpoints.loading import (
     find_vocab_file,
     read_bert_config,
 )
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.export.exported_bert_encoder import (
     ExportedBertEncoder,
@@ -241,21 +242,43 @@ def validate_init_source(options) -> None:
 def initialize_weights(model, options, target=None) -> None:
     """The runner's initialize_fn of a new model: with options.hub_module_handle the encoder's
     weights came with it; else options.init_checkpoint is loaded into `target` (default: the
-    whole model; heads absent from the checkpoint keep their initialization)."""
+    whole model; heads absent from the checkpoint keep their initialization; with
+    options.do_train, so do heads of another number of labels, as when a model fine-tuned on a
+    3-label task starts a 2-label one)."""
     if getattr(options, "hub_module_handle", None):
         logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
     else:
-        load_init_checkpoint(model if target is None else target, options.init_checkpoint)
+        load_init_checkpoint(
+            model if target is None else target,
+            options.init_checkpoint,
+            new_heads_allowed=bool(getattr(options, "do_train", False)),
+        )
 
 
-def load_init_checkpoint(model, init_checkpoint: str | None) -> None:
+def load_init_checkpoint(model, init_checkpoint: str | None, new_heads_allowed=False) -> None:
     """Loads init_checkpoint (any layout) into `model`; heads absent from it keep their
-    initialization (fine-tuning from a pre-training checkpoint)."""
-    if init_checkpoint:
-        checkpoint_format = load_bert_weights(model, init_checkpoint)
-        logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
-    else:
+    initialization (fine-tuning from a pre-training checkpoint). With `new_heads_allowed`, a
+    head of another number of outputs in the checkpoint is left out too, with a warning;
+    without it (evaluating or predicting with the checkpoint's head) that is an error."""
+    if not init_checkpoint:
         logging.warning("No init_checkpoint: fine-tuning from random weights")
+        return
+    try:
+        checkpoint_format = load_bert_weights(model, init_checkpoint)
+    except CheckpointMismatchError as error:
+        if not (new_heads_allowed and error.head_sizes and hasattr(model, "encoder")):
+            raise
+        for part, size in error.head_sizes.items():
+            logging.warning(
+                "%s holds a %s head of %d outputs where this task's has %d: training starts "
+                "from its encoder and a new head",
+                init_checkpoint,
+                part,
+                size,
+                getattr(model, part).num_classes,
+            )
+        checkpoint_format = load_bert_weights(model.encoder, init_checkpoint)
+    logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
 
 
 def train_dataset_fn(read_dataset, path: str, options, setup: FinetuningSetup):

@@ -242,3 +242,37 @@ def test_hugging_face_label_names_are_kept(tmp_path):
     config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"]
     assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
+
+
+def test_training_starts_a_new_head_where_the_checkpoints_has_other_labels(caplog):
+    """Fine-tuning a 2-label task from a 3-label classifier (or a 4-tag tagger from a 5-tag NER
+    model) starts from the encoder with a new head and says so; evaluating or predicting with
+    such a checkpoint, which would run its head, is refused."""
+    from types import SimpleNamespace
+
+    from official_bert.tasks.finetuning import initialize_weights
+
+    for folder, make_model in (
+        ("sequence_classification", lambda e: BertClassifier(e, num_classes=2)),
+        ("token_classification", lambda e: BertTokenTagger(e, num_tags=4)),
+    ):
+        source = HEADS / folder
+        config = read_bert_config(str(source / "config.json"))
+        model = make_model(BertEncoder.from_bert_config(config))
+        model.build()
+        head = model.classifier if isinstance(model, BertClassifier) else model.tagger
+        initial_head = head.dense.kernel.numpy().copy()
+        options = SimpleNamespace(init_checkpoint=str(source), hub_module_handle=None)
+        with pytest.raises(CheckpointMismatchError, match="model expects"):
+            initialize_weights(model, SimpleNamespace(**vars(options), do_train=False))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            initialize_weights(model, SimpleNamespace(**vars(options), do_train=True))
+        assert any(
+            "starts from its encoder and a new head" in r.getMessage() for r in caplog.records
+        )
+        np.testing.assert_array_equal(
+            model.encoder.embeddings.word_embeddings.embeddings.numpy(),
+            load_file(source / "model.safetensors")["bert.embeddings.word_embeddings.weight"],
+        )
+        np.testing.assert_array_equal(head.dense.kernel.numpy(), initial_head)
