@@ -172,8 +172,10 @@ def _label_names(input_checkpoint: str, bert_config_file: str, count: int) -> li
 
 
 def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint) -> None:
-    """A keras-hub preset of `model`'s encoder in output_dir; the tokenizer's casing is the
-    input's own record of it (a keras-hub preset's), else guessed from the names and vocab."""
+    """A keras-hub preset of `model` in output_dir: its encoder as a BertBackbone, and a
+    BertClassifier's head as a BertTextClassifier task; the tokenizer's casing is the input's
+    own record of it (a keras-hub preset's), else guessed from the names and vocab."""
+    from official_bert.models import BertClassifier
     from official_bert.tokenization import guess_do_lower_case
 
     do_lower_case = loading.find_lower_case(input_checkpoint)
@@ -183,12 +185,43 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
     written = keras_hub_weights.write_keras_hub_weights(
         model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
     )
+    num_classes = None
+    if isinstance(model, BertClassifier):
+        num_classes = model.num_classes
+        keras_hub_weights.write_keras_hub_task_weights(
+            model,
+            os.path.join(output_dir, keras_hub_preset.TASK_WEIGHTS_NAME),
+            with_preprocessor=vocab_file is not None,
+        )
+    else:
+        for part in _heads(model):
+            # keras-hub has no BERT task for a span or tag head; pre-training heads are
+            # dropped quietly, as a backbone preset of keras-hub's own holds none either.
+            log = logging.info if part in ("masked_lm", "next_sentence") else logging.warning
+            log(
+                "%s: the %s head is not written (keras-hub has no BERT task for it)",
+                output_dir,
+                part,
+            )
     keras_hub_preset.write_keras_hub_preset_files(
-        output_dir, config, vocab_file, bool(do_lower_case), encoder.count_params()
+        output_dir,
+        config,
+        vocab_file,
+        bool(do_lower_case),
+        model.count_params() if num_classes is not None else encoder.count_params(),
+        num_classes,
     )
     logging.info(
-        "Converted %s to a keras-hub BertBackbone preset %s (lowercase %s)",
+        "Converted %s to a keras-hub %s preset %s (lowercase %s)",
         input_checkpoint,
+        "BertTextClassifier" if num_classes is not None else "BertBackbone",
         os.path.dirname(written) or ".",
         bool(do_lower_case),
     )
+
+
+def _heads(model) -> list[str]:
+    """The head parts of `model` (none for a bare encoder)."""
+    from official_bert.checkpoints.variable_table import ENCODER_PARTS, model_entries
+
+    return sorted({entry.part for entry in model_entries(model)} - set(ENCODER_PARTS))

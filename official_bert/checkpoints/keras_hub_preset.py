@@ -32,6 +32,7 @@ WEIGHTS_NAME = "model.weights.h5"
 WEIGHTS_SUFFIX = ".weights.h5"
 TASK_CONFIG_NAME = "task.json"
 TASK_WEIGHTS_NAME = "task.weights.h5"
+PREPROCESSOR_CONFIG_NAME = "preprocessor.json"
 TOKENIZER_CONFIG_NAME = "tokenizer.json"
 METADATA_NAME = "metadata.json"
 VOCAB_PATH = os.path.join("assets", "tokenizer", "vocabulary.txt")
@@ -69,14 +70,19 @@ def is_keras_hub_config(values) -> bool:
 def read_keras_hub_json(path: str) -> dict | None:
     """The parsed keras-hub config at `path`; None where there is no such file or it is not one
     (missing, not JSON, not UTF-8, another kind of JSON)."""
+    values = _read_json(path)
+    return values if is_keras_hub_config(values) else None
+
+
+def _read_json(path: str):
+    """The parsed JSON file at `path`; None where it is missing, not UTF-8 or not JSON."""
     if not os.path.isfile(path):
         return None
     try:
         with open(path, encoding="utf-8") as file:
-            values = json.load(file)
+            return json.load(file)
     except (ValueError, UnicodeDecodeError):
         return None
-    return values if is_keras_hub_config(values) else None
 
 
 def check_backbone_config(values: dict, source: str) -> None:
@@ -188,9 +194,22 @@ def check_keras_hub_can_run(config, source: str = "this model") -> None:
         )
 
 
+# metadata.json's mark of a preset this project wrote (a folder holding one may be replaced).
+_WRITER = "official_bert"
+
+
 def _written_files() -> tuple[str, ...]:
     """The files of a preset this project writes, relative to its folder."""
-    return (CONFIG_NAME, WEIGHTS_NAME, TOKENIZER_CONFIG_NAME, METADATA_NAME, VOCAB_PATH)
+    return (
+        CONFIG_NAME,
+        WEIGHTS_NAME,
+        TOKENIZER_CONFIG_NAME,
+        METADATA_NAME,
+        VOCAB_PATH,
+        TASK_CONFIG_NAME,
+        TASK_WEIGHTS_NAME,
+        PREPROCESSOR_CONFIG_NAME,
+    )
 
 
 def check_preset_output_dir(directory: str) -> None:
@@ -213,6 +232,13 @@ def check_preset_output_dir(directory: str) -> None:
             f"output_dir {directory} holds files that are not part of the keras-hub preset "
             f"written there ({listed}); they would be read with it. Choose a new or empty folder."
         )
+    metadata = _read_json(os.path.join(directory, METADATA_NAME))
+    written_here = isinstance(metadata, dict) and metadata.get("written_by") == _WRITER
+    if os.listdir(directory) and not written_here:
+        raise ValueError(
+            f"output_dir {directory} holds a keras-hub preset that this project did not write; "
+            "it is not replaced. Choose a new or empty folder."
+        )
 
 
 def write_keras_hub_preset_files(
@@ -221,22 +247,32 @@ def write_keras_hub_preset_files(
     vocab_file: str | None,
     do_lower_case: bool,
     parameter_count: int,
+    num_classes: int | None = None,
 ) -> None:
-    """Writes the files of a keras-hub preset beside its model.weights.h5 in `directory`:
-    tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given), metadata.json,
-    and config.json last, so that the folder reads as a preset only once it is whole. The
-    tokenizer lower-cases and strips accents together, as the original BERT's do_lower_case
-    does.
+    """Writes the files of a keras-hub preset beside its weights in `directory`:
+    tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given), for a
+    classifier (`num_classes`) task.json and preprocessor.json (a BertTextClassifier beside
+    its task.weights.h5), metadata.json, and config.json last, so that the folder reads as a
+    preset only once it is whole. The tokenizer lower-cases and strips accents together, as the
+    original BERT's do_lower_case does; the preprocessor pads to the model's positions (at
+    most 512).
     """
     import keras
 
     from official_bert.config import write_text_atomically
 
     check_keras_hub_can_run(config)
+    # An earlier preset's files that this one does not have.
+    stale = [] if vocab_file is not None else [TOKENIZER_CONFIG_NAME, VOCAB_PATH]
+    if num_classes is None:
+        stale += [TASK_CONFIG_NAME, TASK_WEIGHTS_NAME]
+    if num_classes is None or vocab_file is None:
+        stale.append(PREPROCESSOR_CONFIG_NAME)
+    for name in stale:
+        if os.path.exists(os.path.join(directory, name)):
+            os.remove(os.path.join(directory, name))
+    tokenizer = None
     if vocab_file is None:
-        for stale in (TOKENIZER_CONFIG_NAME, VOCAB_PATH):  # an earlier preset's, replaced here
-            if os.path.exists(os.path.join(directory, stale)):
-                os.remove(os.path.join(directory, stale))
         logging.warning(
             "%s: no vocab beside the input and none given; the preset holds no tokenizer "
             "(pass --vocab_file to write one)",
@@ -245,44 +281,81 @@ def write_keras_hub_preset_files(
     else:
         with atomic_output(os.path.join(directory, VOCAB_PATH)) as temporary:
             tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
-        tokenizer = {
-            "config_file": TOKENIZER_CONFIG_NAME,
-            "vocabulary": None,
-            "sequence_length": None,
-            "lowercase": bool(do_lower_case),
-            "strip_accents": bool(do_lower_case),
-            "split": True,
-            "suffix_indicator": "##",
-            "oov_token": "[UNK]",
-            "special_tokens": None,
-            "special_tokens_in_strings": False,
-        }
-        write_text_atomically(
-            os.path.join(directory, TOKENIZER_CONFIG_NAME),
-            _keras_hub_json("bert_tokenizer", "BertTokenizer", "int32", tokenizer),
+        tokenizer = _keras_hub_object(
+            "bert_tokenizer",
+            "BertTokenizer",
+            "int32",
+            {
+                "config_file": TOKENIZER_CONFIG_NAME,
+                "vocabulary": None,
+                "sequence_length": None,
+                "lowercase": bool(do_lower_case),
+                "strip_accents": bool(do_lower_case),
+                "split": True,
+                "suffix_indicator": "##",
+                "oov_token": "[UNK]",
+                "special_tokens": None,
+                "special_tokens_in_strings": False,
+            },
         )
+        write_text_atomically(os.path.join(directory, TOKENIZER_CONFIG_NAME), _json(tokenizer))
+    backbone_fields = {theirs: getattr(config, ours) for ours, theirs in _SIZE_FIELDS.items()}
+    backbone_fields["dropout"] = config.hidden_dropout_prob
+    backbone = _keras_hub_object("bert_backbone", "BertBackbone", "float32", backbone_fields)
+    if num_classes is not None:
+        preprocessor = None
+        if tokenizer is not None:
+            preprocessor = _keras_hub_object(
+                "bert_text_classifier_preprocessor",
+                "BertTextClassifierPreprocessor",
+                "float32",
+                {
+                    "tokenizer": tokenizer,
+                    "config_file": PREPROCESSOR_CONFIG_NAME,
+                    "sequence_length": min(512, config.max_position_embeddings),
+                    "truncate": "round_robin",
+                },
+            )
+            write_text_atomically(
+                os.path.join(directory, PREPROCESSOR_CONFIG_NAME), _json(preprocessor)
+            )
+        task = {
+            "module": f"keras_hub.src.models.bert.{_MODULES['BertTextClassifier']}",
+            "class_name": "BertTextClassifier",
+            "config": {
+                "backbone": backbone,
+                "preprocessor": preprocessor,
+                "name": "bert_text_classifier",
+                "num_classes": int(num_classes),
+                "activation": "linear",  # the logits, as this project's classifier outputs
+                "dropout": config.hidden_dropout_prob,
+            },
+            "registered_name": "keras_hub>BertTextClassifier",
+        }
+        write_text_atomically(os.path.join(directory, TASK_CONFIG_NAME), _json(task))
     metadata = {
         "keras_version": keras.__version__,
         "parameter_count": int(parameter_count),
         "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
-        "written_by": "official_bert",
+        "written_by": _WRITER,
     }
-    write_text_atomically(
-        os.path.join(directory, METADATA_NAME), json.dumps(metadata, indent=4) + "\n"
-    )
-    backbone = {theirs: getattr(config, ours) for ours, theirs in _SIZE_FIELDS.items()}
-    backbone["dropout"] = config.hidden_dropout_prob
-    write_text_atomically(
-        os.path.join(directory, CONFIG_NAME),
-        _keras_hub_json("bert_backbone", "BertBackbone", "float32", backbone),
-    )
+    write_text_atomically(os.path.join(directory, METADATA_NAME), _json(metadata))
+    write_text_atomically(os.path.join(directory, CONFIG_NAME), _json(backbone))
 
 
-def _keras_hub_json(name: str, class_name: str, dtype: str, fields: dict) -> str:
-    """A keras-hub object's serialized config, as keras.saving writes it."""
-    module = {"BertBackbone": "bert_backbone", "BertTokenizer": "bert_tokenizer"}[class_name]
-    values = {
-        "module": f"keras_hub.src.models.bert.{module}",
+# The keras_hub.src.models.bert module of each class written.
+_MODULES = {
+    "BertBackbone": "bert_backbone",
+    "BertTokenizer": "bert_tokenizer",
+    "BertTextClassifier": "bert_text_classifier",
+    "BertTextClassifierPreprocessor": "bert_text_classifier_preprocessor",
+}
+
+
+def _keras_hub_object(name: str, class_name: str, dtype: str, fields: dict) -> dict:
+    """A keras-hub layer's serialized config, as keras.saving writes it."""
+    return {
+        "module": f"keras_hub.src.models.bert.{_MODULES[class_name]}",
         "class_name": class_name,
         "config": {
             "name": name,
@@ -297,4 +370,7 @@ def _keras_hub_json(name: str, class_name: str, dtype: str, fields: dict) -> str
         },
         "registered_name": f"keras_hub>{class_name}",
     }
+
+
+def _json(values: dict) -> str:
     return json.dumps(values, indent=4) + "\n"

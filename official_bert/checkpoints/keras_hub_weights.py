@@ -371,30 +371,28 @@ def read_keras_hub_checkpoint(path: str, model, require_heads: bool = False) -> 
 def write_keras_hub_weights(model, path: str) -> str:
     """Writes the encoder of `model` as a keras-hub BertBackbone's `model.weights.h5` at `path`
     (Keras 3 addresses and variable order, float32; local paths only, as h5py writes them);
-    heads are not written. Returns `path`. Written atomically."""
-    import h5py
-
+    heads are not written (write_keras_hub_task_weights writes a classifier's). Returns `path`.
+    Written atomically."""
     entries = [entry for entry in model_entries(model) if entry.part in ENCODER_PARTS]
-    dropped = sorted({entry.part for entry in model_entries(model)} - set(ENCODER_PARTS))
     arrays = {entry.tf1_name: entry.to_tf1_value() for entry in entries}
     hidden = arrays["bert/embeddings/word_embeddings"].shape[-1]
     heads = getattr(model, "encoder", model).num_attention_heads
     size = hidden // heads
-    layout = {}  # Keras address -> (the name keras-hub gives the layer, [arrays in order])
+    layout = {"vars": ("bert_backbone", [])}  # group -> (the name keras-hub gives it, arrays)
     for address, (given_name, tf1_name) in _EMBEDDING_LAYERS.items():
-        layout[address] = (given_name, [arrays[tf1_name]])
-    layout["layer_normalization"] = (
+        layout[f"layers/{address}/vars"] = (given_name, [arrays[tf1_name]])
+    layout["layers/layer_normalization/vars"] = (
         "embeddings_layer_norm",
         [arrays[f"bert/embeddings/LayerNorm/{name}"] for name in _LAYER_NORM_VARIABLES],
     )
-    layout["dense"] = (
+    layout["layers/dense/vars"] = (
         "pooled_dense",
         [arrays[f"bert/pooler/dense/{name}"] for name in _DENSE_VARIABLES],
     )
     index = 0
     while f"bert/encoder/layer_{index}/output/dense/kernel" in arrays:
         block = _block_address(index)
-        layout[block] = (f"transformer_layer_{index}", [])
+        layout[f"layers/{block}/vars"] = (f"transformer_layer_{index}", [])
         for sublayer, scope in _BLOCK_SUBLAYERS.items():
             names = _LAYER_NORM_VARIABLES if scope.endswith("LayerNorm") else _DENSE_VARIABLES
             values = [arrays[f"bert/encoder/layer_{index}/{scope}/{name}"] for name in names]
@@ -402,23 +400,54 @@ def write_keras_hub_weights(model, path: str) -> str:
                 values[0] = values[0].reshape(heads, size, hidden)
             elif scope.startswith("attention/self/"):
                 values = [values[0].reshape(hidden, heads, size), values[1].reshape(heads, size)]
-            layout[f"{block}/{sublayer}"] = (None, values)
+            layout[f"layers/{block}/{sublayer}/vars"] = (None, values)
         index += 1
+    _write_weights_file(path, layout)
+    logging.info("Wrote a keras-hub BertBackbone's weights (%d layers) to %s", index, path)
+    return path
+
+
+def write_keras_hub_task_weights(model, path: str, with_preprocessor: bool) -> str:
+    """Writes a BertClassifier's head as a keras-hub BertTextClassifier's `task.weights.h5` at
+    `path`: the `logits` Dense ([hidden, classes] kernel, bias), the groups keras-hub's task
+    keeps for its dropout, preprocessor (`with_preprocessor`) and the optimizer that
+    keras-hub's tasks compile with (iteration 0, its default learning rate), as
+    `save_to_preset` writes them. Returns `path`. Written atomically."""
+    head = {e.tf1_name: e.to_tf1_value() for e in model_entries(model) if e.part == "classifier"}
+    layout = {
+        "vars": ("bert_text_classifier", []),
+        "layers/dense/vars": ("logits", [head["output_weights"].T, head["output_bias"]]),
+        "layers/dropout/vars": ("classifier_dropout", []),
+        "optimizer/vars": ("adam", [np.int64(0), np.float32(5e-5)]),
+    }
+    if with_preprocessor:
+        layout["preprocessor/tokenizer/vars"] = ("bert_tokenizer", [])
+        layout["preprocessor/vars"] = ("bert_text_classifier_preprocessor", [])
+    _write_weights_file(path, layout)
+    logging.info(
+        "Wrote a keras-hub BertTextClassifier's head (%d classes) to %s",
+        head["output_bias"].shape[0],
+        path,
+    )
+    return path
+
+
+def _write_weights_file(path: str, layout: dict) -> None:
+    """Writes {group path: (its `name` attribute or None, [arrays])} as a Keras 3 weights file:
+    each array a dataset named by its position, float arrays as float32."""
+    import h5py
+
     with atomic_output(path) as temporary:
         with h5py.File(temporary, "w") as file:
-            file.create_group("vars").attrs["name"] = "bert_backbone"
-            for address, (given_name, values) in layout.items():
-                group = file.create_group(f"layers/{address}/vars")
+            for group_path, (given_name, values) in layout.items():
+                group = file.create_group(group_path)
                 if given_name is not None:
                     group.attrs["name"] = given_name
                 for position, value in enumerate(values):
-                    group.create_dataset(str(position), data=np.asarray(value, np.float32))
-    for part in dropped:
-        # A fine-tuned head is the point of its checkpoint: say loudly that it is left out.
-        log = logging.info if part in ("masked_lm", "next_sentence") else logging.warning
-        log("%s: the %s head is not written (a keras-hub preset holds the backbone)", path, part)
-    logging.info("Wrote a keras-hub BertBackbone's weights (%d layers) to %s", index, path)
-    return path
+                    value = np.asarray(value)
+                    if value.dtype.kind == "f":
+                        value = value.astype(np.float32)
+                    group.create_dataset(str(position), data=value)
 
 
 def _text(value) -> str:

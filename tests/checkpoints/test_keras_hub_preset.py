@@ -447,11 +447,15 @@ def test_preset_output_folder_holds_nothing_else(tmp_path):
     another checkpoint, would be read with it."""
     target = tmp_path / "preset"
     shutil.copytree(PRESETS / "classifier", target)
-    with pytest.raises(ValueError, match=r"holds files that are not part of the keras-hub preset"):
+    # keras-hub's own preset (its file names are those a preset written here may have).
+    with pytest.raises(ValueError, match=r"holds a keras-hub preset that this project did not"):
         convert_checkpoint(str(PRESETS / "cased_zh"), str(target), "keras_hub")
     assert (target / "config.json").read_bytes() == (
         PRESETS / "classifier" / "config.json"
     ).read_bytes()
+    (target / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"holds files that are not part of the keras-hub preset"):
+        convert_checkpoint(str(PRESETS / "cased_zh"), str(target), "keras_hub")
 
     # A preset written here is replaced by the next one; without a vocab, its old tokenizer goes.
     target = tmp_path / "again"
@@ -464,3 +468,64 @@ def test_preset_output_folder_holds_nothing_else(tmp_path):
     assert not (target / "tokenizer.json").exists()
     assert not (target / "assets" / "tokenizer" / "vocabulary.txt").exists()
     assert read_bert_config(str(target / "config.json")).vocab_size == 23
+
+
+def _groups_and_datasets(path):
+    """{h5 path: ("group", name attribute) or ("dataset", value)} of a weights file."""
+    import h5py
+
+    found = {}
+    with h5py.File(path, "r") as file:
+
+        def visit(name, item):
+            if isinstance(item, h5py.Dataset):
+                found[name] = ("dataset", item[()])
+            else:
+                found[name] = ("group", item.attrs.get("name"))
+
+        file.visititems(visit)
+    return found
+
+
+def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
+    """keras-hub's BertTextClassifier preset read and written back: task.weights.h5 holds the
+    same groups, names and values as the one keras-hub wrote, task.json and preprocessor.json
+    the same task (the preprocessor padding to the model's positions), and the written preset
+    is read back as a classifier with keras-hub's logits. (keras-hub 0.32 loads such a preset
+    with `TextClassifier.from_preset` and computes this project's logits and, from raw text,
+    its serving model's probabilities: checked by hand, see docs/checkpoints.md.)"""
+    source, target = PRESETS / "classifier", tmp_path / "preset"
+    convert_checkpoint(str(source), str(target), "keras_hub")
+    theirs = _groups_and_datasets(source / "task.weights.h5")
+    ours = _groups_and_datasets(target / "task.weights.h5")
+    assert sorted(ours) == sorted(theirs)
+    for path, (kind, value) in theirs.items():
+        if path == "preprocessor/tokenizer/vars":  # keras-hub numbers its layers' names
+            assert ours[path] == ("group", "bert_tokenizer"), path
+        elif kind == "dataset":
+            np.testing.assert_array_equal(ours[path][1], value, err_msg=path)
+            assert ours[path][1].dtype == value.dtype, path
+        else:
+            assert ours[path] == (kind, value), path
+
+    task, want = (json.loads((folder / "task.json").read_text()) for folder in (target, source))
+    assert task["registered_name"] == want["registered_name"] == "keras_hub>BertTextClassifier"
+    for field in ("num_classes", "activation", "dropout"):
+        assert task["config"][field] == want["config"][field], field
+    assert {k: v for k, v in task["config"]["backbone"]["config"].items() if k != "name"} == {
+        k: v for k, v in want["config"]["backbone"]["config"].items() if k != "name"
+    }
+    preprocessor = json.loads((target / "preprocessor.json").read_text())
+    assert preprocessor == task["config"]["preprocessor"]
+    assert preprocessor["registered_name"] == "keras_hub>BertTextClassifierPreprocessor"
+    assert preprocessor["config"]["sequence_length"] == 24  # the model's positions
+    assert preprocessor["config"]["truncate"] == "round_robin"
+    assert preprocessor["config"]["tokenizer"]["config"]["lowercase"] is True
+    assert_classifier_matches(target)
+
+    # Replaced by an encoder-only preset, the folder loses the task's files.
+    convert_checkpoint(str(PRESETS / "cased_zh"), str(target), "keras_hub")
+    assert not [
+        p for p in ("task.json", "task.weights.h5", "preprocessor.json") if (target / p).exists()
+    ]
+    assert detect_checkpoint_format(str(target)) == "keras_hub"
