@@ -111,11 +111,12 @@ def convert_checkpoint(
     if vocab_file is not None:
         check_vocab_matches_config(config, vocab_file, bert_config_file)
 
+    hf_config_file = _hf_config_file(input_checkpoint, bert_config_file)
     model = load_model_with_available_heads(
         config,
         input_checkpoint,
         input_format,
-        safetensors_bert.read_hf_architectures(bert_config_file),
+        safetensors_bert.read_hf_architectures(hf_config_file),
     )
     os.makedirs(output_dir, exist_ok=True)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
@@ -131,7 +132,7 @@ def convert_checkpoint(
             os.path.join(output_dir, "config.json"),
             architecture,
             num_labels,
-            num_labels and _label_names(input_checkpoint, bert_config_file, num_labels),
+            num_labels and _label_names(input_checkpoint, hf_config_file, num_labels),
         )
     if vocab_file is not None:
         target = os.path.join(output_dir, "vocab.txt")
@@ -149,15 +150,29 @@ def convert_checkpoint(
     return written
 
 
+def _hf_config_file(input_checkpoint: str, bert_config_file: str) -> str:
+    """The config that names the input's Hugging Face class and labels: bert_config_file where
+    it names a class, else a Hugging Face config.json beside the input (as a safetensors output
+    of convert_checkpoint holds beside its bert_config.json, which find_bert_config prefers)."""
+    if safetensors_bert.read_hf_architectures(bert_config_file):
+        return bert_config_file
+    directory = (
+        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
+    )
+    candidate = os.path.join(directory, "config.json")
+    return candidate if safetensors_bert.read_hf_architectures(candidate) else bert_config_file
+
+
 # Where a fine-tuning run's output folder keeps its label names (the serving export's).
 _RUN_LABELS_FILE = os.path.join("serving_model", "assets.extra", "labels.txt")
 
 
-def _label_names(input_checkpoint: str, bert_config_file: str, count: int) -> list[str] | None:
-    """The names of a fine-tuned head's `count` labels: the input's Hugging Face `id2label`,
-    else the labels.txt of the serving model that run_classifier.py or a tagging run exported
-    beside the checkpoint; None when neither names `count` distinct labels."""
-    names = safetensors_bert.read_hf_label_names(bert_config_file, count)
+def _label_names(input_checkpoint: str, hf_config_file: str, count: int) -> list[str] | None:
+    """The names of a fine-tuned head's `count` labels: the input's Hugging Face `id2label`
+    (of hf_config_file), else the labels.txt of the serving model that run_classifier.py or a
+    tagging run exported beside the checkpoint; None when neither names `count` distinct
+    labels."""
+    names = safetensors_bert.read_hf_label_names(hf_config_file, count)
     if names is not None:
         return names
     directory = (

@@ -276,3 +276,34 @@ def test_training_starts_a_new_head_where_the_checkpoints_has_other_labels(caplo
             load_file(source / "model.safetensors")["bert.embeddings.word_embeddings.weight"],
         )
         np.testing.assert_array_equal(head.dense.kernel.numpy(), initial_head)
+
+
+def test_a_converted_token_classifier_converts_again_as_one(tmp_path):
+    """A safetensors output holds bert_config.json (which find_bert_config prefers) beside the
+    HF config.json: converting it again reads the class and label names from config.json, so
+    a token classifier stays one, with its labels, rather than becoming a sentence classifier
+    with a random pooler."""
+    source = HEADS / "token_classification"
+    named = tmp_path / "named"
+    named.mkdir()
+    save_file(load_file(source / "model.safetensors"), str(named / "model.safetensors"))
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    values["id2label"] = dict(enumerate(names))
+    values["label2id"] = {name: index for index, name in enumerate(names)}
+    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    once = tmp_path / "once"
+    convert_checkpoint(str(named), str(once), "safetensors")
+    assert (once / "bert_config.json").exists()
+    for output_format in ("safetensors", "tf1"):
+        output_dir = tmp_path / f"again_{output_format}"
+        written = convert_checkpoint(str(once), str(output_dir), output_format)
+        config_file = output_dir / (
+            "config.json" if output_format == "safetensors" else "bert_config.json"
+        )
+        model = _model_from(written, output_format, config_file)
+        _assert_kind(model, "token_classification")
+        _assert_matches_pytorch(model, "token_classification")
+    config = json.loads((tmp_path / "again_safetensors" / "config.json").read_text("utf-8"))
+    assert config["architectures"] == ["BertForTokenClassification"]
+    assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
