@@ -17,6 +17,7 @@ import re
 import numpy as np
 
 from official_bert.checkpoints.original_tf1 import load_tf1_named_arrays
+from official_bert.checkpoints.variable_table import model_entries
 
 WEIGHTS_NAME = "tf_model.h5"
 FILE_SUFFIX = ".h5"
@@ -38,6 +39,11 @@ _NAME_TABLE = [
     (r"^qa_outputs/kernel$", "cls/squad/output_weights"),
     (r"^qa_outputs/bias$", "cls/squad/output_bias"),
 ]
+# TFBertForTokenClassification calls its head "classifier" too: a tagger reads it under its names.
+_TAGGER_NAMES = {
+    "output_weights": "cls/tagger/output_weights",
+    "output_bias": "cls/tagger/output_bias",
+}
 # Heads whose original variable is [out, in] where transformers' Dense kernel is [in, out].
 _TRANSPOSED = {"cls/seq_relationship/output_weights", "output_weights", "cls/squad/output_weights"}
 
@@ -93,6 +99,7 @@ def read_h5_checkpoint(path: str, model, require_heads: bool = False) -> int:
     read_original_checkpoint does from the original layout; returns the number of variables
     loaded."""
     path = h5_weights_path(path)
-    return load_tf1_named_arrays(
-        load_h5_arrays(path), model, f"TensorFlow 2 HDF5 weights {path}", require_heads
-    )
+    arrays = load_h5_arrays(path)
+    if any(entry.part == "tagger" for entry in model_entries(model)):
+        arrays = {_TAGGER_NAMES.get(name, name): value for name, value in arrays.items()}
+    return load_tf1_named_arrays(arrays, model, f"TensorFlow 2 HDF5 weights {path}", require_heads)

@@ -71,3 +71,68 @@ def test_files_that_are_not_its_weights_are_named(tmp_path):
         file.create_dataset("vars/0", data=np.zeros(2))
     with pytest.raises(ValueError, match="not Keras 2 save_weights HDF5"):
         load_bert_weights(built_pretrainer(), str(keras3))
+
+
+def _token_classification_h5(directory):
+    """A TFBertForTokenClassification's tf_model.h5 (no pooler, a 5-tag `classifier` head) made
+    from the fixture's encoder; returns the head's kernel [hidden, 5] and bias."""
+    import json
+
+    import h5py
+
+    directory.mkdir()
+    config = json.loads((BERT_TF2 / "config.json").read_text(encoding="utf-8"))
+    config["architectures"] = ["BertForTokenClassification"]
+    (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    rng = np.random.default_rng(0)
+    head = {
+        "kernel": rng.normal(size=(config["hidden_size"], 5)).astype(np.float32),
+        "bias": rng.normal(size=(5,)).astype(np.float32),
+    }
+    model_name = "tf_bert_for_token_classification"
+    with (
+        h5py.File(BERT_TF2 / "tf_model.h5", "r") as source,
+        h5py.File(directory / "tf_model.h5", "w") as target,
+    ):
+        for key, value in source.attrs.items():
+            target.attrs[key] = value
+        target.attrs["layer_names"] = np.array([b"bert", b"classifier"], dtype=object)
+        bert, names = target.create_group("bert"), []
+        for weight in source["bert"].attrs["weight_names"]:
+            weight = weight.decode() if isinstance(weight, bytes) else weight
+            if "/pooler/" not in weight:
+                name = model_name + "/" + weight.split("/", 1)[1]
+                bert.create_dataset(name, data=source["bert"][weight][()])
+                names.append(name.encode())
+        bert.attrs["weight_names"] = np.array(names, dtype=object)
+        classifier, names = target.create_group("classifier"), []
+        for key, value in head.items():
+            name = f"{model_name}/classifier/{key}:0"
+            classifier.create_dataset(name, data=value)
+            names.append(name.encode())
+        classifier.attrs["weight_names"] = np.array(names, dtype=object)
+    return head
+
+
+def test_a_token_classifiers_head_is_read_by_a_tagger(tmp_path):
+    """TFBertForTokenClassification names its head `classifier`, as a sentence classifier's: a
+    tagger reads it (rather than starting from a random head), and the converter, told the
+    class by config.json, keeps it as a tagger's."""
+    from official_bert.checkpoints.conversion import load_model_with_available_heads
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.models import BertEncoder, BertTokenTagger
+
+    directory = tmp_path / "ner"
+    head = _token_classification_h5(directory)
+    config = read_bert_config(str(directory / "config.json"))
+    tagger = BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
+    tagger.build()
+    load_bert_weights(tagger, str(directory), require_heads=True)
+    np.testing.assert_array_equal(tagger.tagger.dense.kernel.numpy(), head["kernel"])
+    np.testing.assert_array_equal(tagger.tagger.dense.bias.numpy(), head["bias"])
+
+    model = load_model_with_available_heads(
+        config, str(directory), "h5", ["BertForTokenClassification"]
+    )
+    assert type(model) is BertTokenTagger and model.num_tags == 5
+    np.testing.assert_array_equal(model.tagger.dense.kernel.numpy(), head["kernel"])
