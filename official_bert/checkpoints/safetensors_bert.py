@@ -374,11 +374,12 @@ def read_hf_architectures(path: str) -> list[str]:
 
 def read_hf_label_names(path: str, count: int) -> list[str] | None:
     """The label names of a Hugging Face config.json's `id2label`, by id, when it names exactly
-    ids 0 .. count - 1 (else None)."""
+    ids 0 .. count - 1 with distinct names (else None: label2id could not hold them)."""
     id2label = _read_hf_config_values(path).get("id2label")
     if not isinstance(id2label, dict) or sorted(id2label) != sorted(map(str, range(count))):
         return None
-    return [str(id2label[str(index)]) for index in range(count)]
+    names = [str(id2label[str(index)]) for index in range(count)]
+    return names if len(set(names)) == count else None
 
 
 def write_hf_config(

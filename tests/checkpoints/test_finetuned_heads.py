@@ -307,3 +307,20 @@ def test_a_converted_token_classifier_converts_again_as_one(tmp_path):
     config = json.loads((tmp_path / "again_safetensors" / "config.json").read_text("utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"]
     assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
+
+
+def test_repeated_hugging_face_label_names_give_the_generic_ones(tmp_path):
+    """An id2label that names a label twice (label2id cannot hold it) is not taken, as a run's
+    labels.txt of repeated names is not: the conversion writes transformers' generic names
+    rather than failing after the weights are written."""
+    source = HEADS / "sequence_classification"
+    repeated = tmp_path / "repeated"
+    repeated.mkdir()
+    save_file(load_file(source / "model.safetensors"), str(repeated / "model.safetensors"))
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    values["id2label"] = {"0": "entailment", "1": "neutral", "2": "neutral"}
+    values["label2id"] = {"entailment": 0, "neutral": 2}
+    (repeated / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    convert_checkpoint(str(repeated), str(tmp_path / "out"), "safetensors")
+    config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
+    assert config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
