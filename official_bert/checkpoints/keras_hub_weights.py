@@ -252,16 +252,17 @@ def _backbone_arrays(weights: _WeightsFile) -> tuple[dict[str, np.ndarray], int 
     return arrays, heads
 
 
-def _classifier_head_arrays(directory: str) -> dict[str, np.ndarray]:
+def _classifier_head_arrays(directory: str, head_required: bool = False) -> dict[str, np.ndarray]:
     """{TF1 name: array} of a BertTextClassifier preset's head (its `logits` Dense) as the
     original classifier's output_weights [classes, hidden] and output_bias; empty, with a
     warning, where the preset's task is another (keras-hub's BertMaskedLM head runs the exact
-    GELU where this project's runs the encoder's, so it is not read)."""
+    GELU where this project's runs the encoder's, so it is not read). With head_required (the
+    reader then refuses the preset) an info line instead: the classifier keeps nothing."""
     task_config = os.path.join(directory, preset_files.TASK_CONFIG_NAME)
     task = preset_files.read_keras_hub_json(task_config)
     class_name = task.get("class_name") if task else None
     if class_name not in preset_files.TEXT_CLASSIFIER_CLASSES:
-        logging.warning(
+        (logging.info if head_required else logging.warning)(
             "%s: no BertTextClassifier head (task: %s); the model's classifier keeps its "
             "initialization",
             directory,
@@ -324,11 +325,12 @@ def _weights_path(path: str) -> str:
 
 
 def load_keras_hub_arrays(
-    path: str, with_classifier_head: bool = True
+    path: str, with_classifier_head: bool = True, head_required: bool = False
 ) -> tuple[dict[str, np.ndarray], int | None]:
     """{original TF1 name: array} of a keras-hub BERT preset (its folder, or a weights file in
     it) and the backbone's number of attention heads (None without layers): the backbone, and
-    with_classifier_head a BertTextClassifier task's head beside it.
+    with_classifier_head a BertTextClassifier task's head beside it (head_required: see
+    _classifier_head_arrays).
 
     Raises:
       ValueError: the preset is another model's, quantized, or its files are damaged or hold
@@ -345,7 +347,7 @@ def load_keras_hub_arrays(
         arrays, heads = _backbone_arrays(weights)
         weights.check_all_read()
     if with_classifier_head and os.path.basename(weights_path) == preset_files.WEIGHTS_NAME:
-        arrays.update(_classifier_head_arrays(directory))
+        arrays.update(_classifier_head_arrays(directory, head_required))
     return arrays, heads
 
 
@@ -359,7 +361,7 @@ def read_keras_hub_checkpoint(path: str, model, require_heads: bool = False) -> 
     """
     source = f"keras-hub preset {preset_files.preset_directory(path)}"
     wants_head = any(entry.part == "classifier" for entry in model_entries(model))
-    arrays, heads = load_keras_hub_arrays(path, with_classifier_head=wants_head)
+    arrays, heads = load_keras_hub_arrays(path, wants_head, head_required=require_heads)
     expected = getattr(model, "encoder", model).num_attention_heads
     if heads is not None and heads != expected:
         raise CheckpointMismatchError(

@@ -121,6 +121,25 @@ def test_converted_to_the_original_layout_with_its_vocab(tmp_path):
     assert_backbone_matches(encoder, "classifier", REFERENCE["classifier_token_ids"])
 
 
+def test_a_backbone_preset_converts_without_a_classifier_warning(tmp_path, caplog):
+    """Converting a backbone-only preset tries a classifier among the models it may hold; that
+    try is refused without a warning that a classifier keeps its initialization (the output is
+    the encoder)."""
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        convert_checkpoint(str(PRESETS / "cased_zh"), str(tmp_path / "tf1"), "tf1")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [m for m in warnings if "BertTextClassifier" in m], warnings
+    # Fine-tuning a classifier from it still says so.
+    caplog.clear()
+    model = BertClassifier(built_encoder(PRESETS / "cased_zh"), num_classes=2)
+    model.build()
+    with caplog.at_level(logging.WARNING):
+        load_bert_weights(model, str(PRESETS / "cased_zh"))
+    assert any("no BertTextClassifier head" in r.getMessage() for r in caplog.records)
+
+
 def test_other_keras_hub_models_and_damaged_files_are_named(tmp_path):
     other = tmp_path / "roberta"
     shutil.copytree(PRESETS / "cased_zh", other)
