@@ -128,9 +128,17 @@ def _check_head_sizes(prefix: str, parent: str, model, children: dict, paths: di
     for head_name in SIZED_HEAD_PARTS:
         if head_name not in children:
             continue
-        bias_key = paths.get("/".join(filter(None, [parent, head_name, "dense", "bias"])))
-        found = shapes.get(bias_key)
+        dense_path = "/".join(filter(None, [parent, head_name, "dense"]))
+        found = shapes.get(paths.get(f"{dense_path}/bias"))
         expected = children[head_name].dense.bias.shape[0]
+        # The kernel's input width: another (a head on another encoder) is no label-count case.
+        widths = {
+            shapes[key][0]
+            for path, key in paths.items()
+            if path.startswith(f"{dense_path}/") and len(shapes.get(key, ())) == 2
+        }
+        if widths - {children[head_name].dense.kernel.shape[0]}:
+            continue
         if found is not None and len(found) == 1 and found[0] != expected:
             sizes[head_name] = int(found[0])
             problems.append(f"its {head_name} head has {found[0]} outputs, the model's {expected}")

@@ -268,6 +268,8 @@ def load_init_checkpoint(model, init_checkpoint: str | None, new_heads_allowed=F
     except CheckpointMismatchError as error:
         if not (new_heads_allowed and error.head_sizes and hasattr(model, "encoder")):
             raise
+        # First the encoder, whose own mismatch (another model size) is the error to report.
+        checkpoint_format = load_bert_weights(model.encoder, init_checkpoint)
         for part, size in error.head_sizes.items():
             logging.warning(
                 "%s holds a %s head of %d outputs where this task's has %d: training starts "
@@ -277,7 +279,6 @@ def load_init_checkpoint(model, init_checkpoint: str | None, new_heads_allowed=F
                 size,
                 getattr(model, part).num_classes,
             )
-        checkpoint_format = load_bert_weights(model.encoder, init_checkpoint)
     logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
 
 

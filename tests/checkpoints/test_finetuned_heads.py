@@ -324,3 +324,29 @@ def test_repeated_hugging_face_label_names_give_the_generic_ones(tmp_path):
     convert_checkpoint(str(repeated), str(tmp_path / "out"), "safetensors")
     config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
     assert config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
+
+
+def test_a_head_on_another_model_size_is_not_a_label_count_case(tmp_path, caplog):
+    """An object checkpoint of a wider model (hidden 64) with a 3-label head, read into a
+    2-label classifier of hidden 32: the error is the shapes', not 'another number of labels'
+    (no head_sizes), and training does not announce a new head before failing on the encoder."""
+    from types import SimpleNamespace
+
+    from official_bert.config import BertConfig
+    from official_bert.tasks.finetuning import initialize_weights
+
+    config = read_bert_config(str(HEADS / "sequence_classification" / "config.json"))
+    wide = BertConfig.from_dict({**config.to_dict(), "hidden_size": 64, "intermediate_size": 96})
+    other = BertClassifier(BertEncoder.from_bert_config(wide), num_classes=3)
+    other.build()
+    prefix = save_bert_weights(other, str(tmp_path / "ckpt"), "object")
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=2)
+    model.build()
+    with pytest.raises(CheckpointMismatchError, match="incompatible") as error:
+        load_bert_weights(model, prefix)
+    assert error.value.head_sizes == {}
+    with caplog.at_level(logging.WARNING), pytest.raises(CheckpointMismatchError):
+        initialize_weights(
+            model, SimpleNamespace(init_checkpoint=prefix, hub_module_handle=None, do_train=True)
+        )
+    assert not [r for r in caplog.records if "new head" in r.getMessage()]
