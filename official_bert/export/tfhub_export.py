@@ -110,6 +110,11 @@ def export_tfhub(
                 f"{error}\n--export_type={export_type} needs the masked-LM head "
                 "(cls/predictions/...); --export_type=model exports the encoder alone"
             ) from error
+        if export_type == "model_with_mlm":
+            # The module's pooled_output uses the pooler, which a pretrainer without the
+            # next-sentence head does not: read as the bare encoder, a checkpoint without one
+            # (a BertForMaskedLM file) says that its pooler is randomly initialized.
+            loading.load_bert_weights(encoder, model_checkpoint_path, checkpoint_format)
     logging.info(
         "Exporting %s (%s, %s) to %s",
         model_checkpoint_path,

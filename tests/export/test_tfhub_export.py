@@ -193,3 +193,27 @@ def test_tokenize_with_offsets_only_for_the_preprocessor(tiny_checkpoint_dir, tm
     )
     ids, starts, limits = load_preprocessor(path).tokenize_with_offsets(tf.constant(["ab  c"]))
     assert ids.shape.rank == starts.shape.rank == limits.shape.rank == 3
+
+
+def test_mlm_export_warns_of_a_pooler_the_checkpoint_lacks(tmp_path, caplog):
+    """A BertForMaskedLM file holds no pooler; the exported module's pooled_output then comes
+    from a random pooler, which a warning says (as for --export_type=model)."""
+    import logging
+
+    from official_bert.models import BertPretrainer
+
+    write_tiny_vocab(tmp_path / "vocab.txt")
+    tiny_bert_config().to_json_file(str(tmp_path / "bert_config.json"))
+    pretrainer = BertPretrainer(
+        BertEncoder.from_bert_config(tiny_bert_config()), use_next_sentence_label=False
+    )
+    pretrainer.build()
+    written = save_bert_weights(pretrainer, str(tmp_path / "model.safetensors"), "safetensors")
+    with caplog.at_level(logging.WARNING):
+        export_tfhub(
+            "model_with_mlm",
+            str(tmp_path / "encoder"),
+            str(tmp_path / "vocab.txt"),
+            model_checkpoint_path=written,
+        )
+    assert any("holds no pooler" in r.getMessage() for r in caplog.records)
