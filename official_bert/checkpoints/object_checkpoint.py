@@ -75,6 +75,7 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
     model) is not in the checkpoint, or a variable's shape differs.
     """
     from official_bert.models import BertEncoder
+    from official_bert.models.feature_based_classifier import FeatureBasedClassifier
 
     prefix = resolve_checkpoint_prefix(path)
     paths = _object_paths(prefix)
@@ -93,12 +94,28 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
     parent, _, attribute = encoder_path.rpartition("/")
     encoder = model if isinstance(model, BertEncoder) else model.encoder
     children = {attribute: encoder}
+    # A feature-based run's head reads raw layer features, not the heads of the fine-tuned
+    # models' (only a FeatureBasedClassifier reads it as its own).
+    frozen = not isinstance(model, FeatureBasedClassifier) and _trained_with_a_frozen_encoder(
+        paths, encoder_path
+    )
     if not isinstance(model, BertEncoder):
         for head_name in _HEAD_ATTRIBUTES:
             head = getattr(model, head_name, None)
             if head is None:
                 continue
-            if (f"{parent}/{head_name}" if parent else head_name) in paths:
+            in_checkpoint = (f"{parent}/{head_name}" if parent else head_name) in paths
+            if in_checkpoint and frozen and head_name in SIZED_HEAD_PARTS:
+                message = (
+                    f"checkpoint {prefix} is a feature-based run's (its encoder frozen, as "
+                    f"run_classifier.py --feature_mode=frozen_* trains): its '{head_name}' head "
+                    "reads the encoder's raw layer features, which "
+                    f"{type(model).__name__}'s does not"
+                )
+                if require_heads:
+                    raise CheckpointMismatchError(message)
+                logging.warning("%s; the head keeps its initialization", message)
+            elif in_checkpoint:
                 children[head_name] = head
             elif require_heads:
                 raise CheckpointMismatchError(
@@ -117,6 +134,21 @@ def read_object_checkpoint(path: str, model, require_heads: bool = False) -> Non
         ) from None
     status.expect_partial()
     logging.info("Restored %s from object-based checkpoint %s", type(model).__name__, prefix)
+
+
+def _trained_with_a_frozen_encoder(paths: dict, encoder_path: str) -> bool:
+    """Whether a training run's checkpoint (the model beside its optimizer) trained none of the
+    encoder's variables: the optimizer's list of trainable variables holds none of them. A
+    checkpoint without an optimizer cannot tell."""
+    trained = {
+        key
+        for path, key in paths.items()
+        if key and path.startswith("optimizer/_trainable_variables/")
+    }
+    encoder_keys = {
+        key for path, key in paths.items() if key and path.startswith(f"{encoder_path}/")
+    }
+    return bool(trained) and not trained & encoder_keys
 
 
 def _check_head_sizes(prefix: str, parent: str, model, children: dict, paths: dict) -> None:

@@ -350,3 +350,68 @@ def test_a_head_on_another_model_size_is_not_a_label_count_case(tmp_path, caplog
             model, SimpleNamespace(init_checkpoint=prefix, hub_module_handle=None, do_train=True)
         )
     assert not [r for r in caplog.records if "new head" in r.getMessage()]
+
+
+@pytest.mark.parametrize("per_token", [False, True], ids=["sentences", "tokens"])
+def test_a_feature_based_runs_head_is_not_taken_for_a_fine_tuned_one(per_token, tmp_path, caplog):
+    """A feature-based run (frozen encoder; its head on raw layer features, not the pooled
+    output) keeps the object paths of a BertClassifier: the optimizer beside it, which trains no
+    encoder variable, tells them apart. Converted, it is its encoder alone; a classifier started
+    from it keeps a new head, with a warning."""
+    from official_bert.models.feature_based_classifier import FeatureBasedClassifier
+
+    folder = HEADS / "sequence_classification"
+    config = read_bert_config(str(folder / "config.json"))
+    model = FeatureBasedClassifier(
+        BertEncoder.from_bert_config(config), num_classes=3, features="last", per_token=per_token
+    )
+    model.build()
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(model.trainable_variables)
+    run_dir = tmp_path / "run"
+    prefix = tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(run_dir / "ckpt"))
+    config.to_json_file(str(run_dir / "bert_config.json"))
+
+    written = convert_checkpoint(prefix, str(tmp_path / "hf"), "safetensors")
+    assert not [name for name in load_file(written) if name.startswith("classifier")]
+    hf_config = json.loads((tmp_path / "hf" / "config.json").read_text(encoding="utf-8"))
+    assert hf_config["architectures"] == ["BertModel"]
+
+    classifier = BertClassifier(BertEncoder.from_bert_config(config), num_classes=3)
+    classifier.build()
+    initial_head = classifier.classifier.dense.kernel.numpy().copy()
+    with caplog.at_level(logging.WARNING):
+        load_bert_weights(classifier, prefix)
+    assert any("feature-based run" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(classifier.classifier.dense.kernel.numpy(), initial_head)
+    np.testing.assert_array_equal(
+        classifier.encoder.embeddings.word_embeddings.embeddings.numpy(),
+        model.encoder.embeddings.word_embeddings.embeddings.numpy(),
+    )
+
+
+def test_a_feature_based_run_is_read_back_with_its_head(tmp_path):
+    """The same feature-based run's checkpoint read into a FeatureBasedClassifier (evaluating
+    it from --init_checkpoint): its own head, the run's outputs."""
+    from official_bert.models.feature_based_classifier import FeatureBasedClassifier
+
+    config = read_bert_config(str(HEADS / "sequence_classification" / "config.json"))
+
+    def feature_based():
+        model = FeatureBasedClassifier(BertEncoder.from_bert_config(config), num_classes=3)
+        model.build()
+        return model
+
+    trained = feature_based()
+    optimizer = keras.optimizers.Adam()
+    optimizer.build(trained.trainable_variables)
+    prefix = tf.train.Checkpoint(model=trained, optimizer=optimizer).save(str(tmp_path / "ckpt"))
+    again = feature_based()
+    load_bert_weights(again, prefix, require_heads=True)
+    reference = np.load(HEADS / "sequence_classification" / "outputs.npz")
+    inputs = {
+        "input_word_ids": reference["input_ids"],
+        "input_mask": reference["input_mask"],
+        "input_type_ids": reference["token_type_ids"],
+    }
+    np.testing.assert_array_equal(again(inputs), trained(inputs))
