@@ -324,6 +324,17 @@ def write_safetensors_checkpoint(model, path: str) -> str:
     return path
 
 
+# The Hugging Face classes whose weights one of our models holds (hf_architecture).
+HF_CLASSES = (
+    "BertModel",
+    "BertForPreTraining",
+    "BertForMaskedLM",
+    "BertForSequenceClassification",
+    "BertForQuestionAnswering",
+    "BertForTokenClassification",
+)
+
+
 def hf_architecture(model) -> tuple[str, int | None]:
     """The Hugging Face class whose weights `model` holds, and its number of labels (None for
     the models without labels): BertModel, BertForPreTraining, BertForMaskedLM,

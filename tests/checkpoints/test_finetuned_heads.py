@@ -415,3 +415,24 @@ def test_a_feature_based_run_is_read_back_with_its_head(tmp_path):
         "input_type_ids": reference["token_type_ids"],
     }
     np.testing.assert_array_equal(again(inputs), trained(inputs))
+
+
+def test_a_head_of_another_hugging_face_class_is_not_converted(tmp_path, caplog):
+    """A BertForMultipleChoice file (its `classifier` a [1, hidden] head scoring each choice)
+    is not taken for a 1-output sentence classifier: the encoder alone, with a warning."""
+    source = HEADS / "sequence_classification"
+    choice = tmp_path / "multiple_choice"
+    choice.mkdir()
+    tensors = load_file(source / "model.safetensors")
+    tensors["classifier.weight"] = tensors["classifier.weight"][:1]
+    tensors["classifier.bias"] = tensors["classifier.bias"][:1]
+    save_file(tensors, str(choice / "model.safetensors"))
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    values["architectures"] = ["BertForMultipleChoice"]
+    for field in ("id2label", "label2id"):
+        values.pop(field)
+    (choice / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        model = _model_from(choice, "safetensors", choice / "config.json")
+    assert type(model) is BertEncoder
+    assert any("BertForMultipleChoice" in r.getMessage() for r in caplog.records)
