@@ -48,8 +48,14 @@ def load_model_with_available_heads(
         BertTokenTagger,
     )
 
+    # One encoder for every candidate (building it is most of a candidate's cost); a candidate
+    # that does not fit is refused before its weights are assigned, or is followed by one whose
+    # loading assigns every encoder weight again.
+    shared_encoder = BertEncoder.from_bert_config(config)
+    shared_encoder.build()
+
     def encoder():
-        return BertEncoder.from_bert_config(config)
+        return shared_encoder
 
     candidates = [
         (None, lambda _: BertPretrainer(encoder(), use_next_sentence_label=True)),
@@ -84,10 +90,8 @@ def load_model_with_available_heads(
                 if error.head_sizes.get(sized_part, size) == size:
                     break
                 size = error.head_sizes[sized_part]
-    model = encoder()
-    model.build()
-    loading.load_bert_weights(model, path, checkpoint_format)
-    return model
+    loading.load_bert_weights(shared_encoder, path, checkpoint_format)
+    return shared_encoder
 
 
 def convert_checkpoint(
