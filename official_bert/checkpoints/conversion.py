@@ -149,6 +149,7 @@ def convert_checkpoint(
             architecture,
             num_labels,
             num_labels and _label_names(input_checkpoint, hf_config_file, num_labels),
+            _problem_type(model, input_checkpoint, hf_config_file),
         )
     if vocab_file is not None:
         target = os.path.join(output_dir, "vocab.txt")
@@ -181,6 +182,28 @@ def _hf_config_file(input_checkpoint: str, bert_config_file: str) -> str:
 
 # Where a fine-tuning run's output folder keeps its label names (the serving export's).
 _RUN_LABELS_FILE = os.path.join("serving_model", "assets.extra", "labels.txt")
+# What a multi-label run (run_classifier.py --multi_label) keeps beside its checkpoints and in
+# its serving export: its labels' tuned thresholds.
+_RUN_THRESHOLDS_FILE = os.path.join("serving_model", "assets.extra", "label_thresholds.json")
+
+
+def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | None:
+    """Hugging Face's `problem_type` of a sentence classifier: the input config.json's, else
+    "multi_label_classification" for a multi-label run's checkpoint (its thresholds beside it);
+    None otherwise (transformers then infers regression from a single label)."""
+    from official_bert.models import BertClassifier
+    from official_bert.side_file_names import label_thresholds_path
+
+    if not isinstance(model, BertClassifier):
+        return None
+    problem_type = safetensors_bert.read_hf_problem_type(hf_config_file)
+    if problem_type is not None:
+        return problem_type
+    directory = (
+        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
+    )
+    thresholds = (label_thresholds_path(directory), os.path.join(directory, _RUN_THRESHOLDS_FILE))
+    return "multi_label_classification" if any(map(os.path.isfile, thresholds)) else None
 
 
 def _label_names(input_checkpoint: str, hf_config_file: str, count: int) -> list[str] | None:

@@ -393,17 +393,34 @@ def read_hf_label_names(path: str, count: int) -> list[str] | None:
     return names if len(set(names)) == count else None
 
 
+# transformers' problem_type values of a sequence classifier.
+_PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
+
+
+def read_hf_problem_type(path: str) -> str | None:
+    """The `problem_type` a Hugging Face config.json names (None when none or unknown)."""
+    problem_type = _read_hf_config_values(path).get("problem_type")
+    return problem_type if problem_type in _PROBLEM_TYPES else None
+
+
 def write_hf_config(
     config: BertConfig,
     path: str,
     architecture: str = "BertModel",
     num_labels: int | None = None,
     label_names: list[str] | None = None,
+    problem_type: str | None = None,
 ) -> None:
     """Writes a Hugging Face config.json for `config`; with `num_labels`, `id2label` and
     `label2id` (which set a head's size in transformers) of `label_names`, by default the
-    generic names transformers gives (LABEL_0, ...)."""
+    generic names transformers gives (LABEL_0, ...); `problem_type` (one of _PROBLEM_TYPES)
+    says how transformers' sequence classifier computes its loss (sigmoid per label for
+    multi-label)."""
     values = hf_config_from_bert_config(config, architecture)
+    if problem_type is not None:
+        if problem_type not in _PROBLEM_TYPES:
+            raise ValueError(f"problem_type must be one of {_PROBLEM_TYPES}, got {problem_type!r}")
+        values["problem_type"] = problem_type
     if num_labels is not None:
         names = label_names or [f"LABEL_{index}" for index in range(num_labels)]
         if len(names) != num_labels or len(set(names)) != num_labels:

@@ -436,3 +436,28 @@ def test_a_head_of_another_hugging_face_class_is_not_converted(tmp_path, caplog)
         model = _model_from(choice, "safetensors", choice / "config.json")
     assert type(model) is BertEncoder
     assert any("BertForMultipleChoice" in r.getMessage() for r in caplog.records)
+
+
+def test_a_multi_label_run_converts_as_a_multi_label_classifier(tmp_path):
+    """A multi-label run (its tuned thresholds beside the checkpoints) becomes transformers'
+    multi-label sequence classifier (sigmoid per label); an HF input's problem_type is kept."""
+    from official_bert.side_file_names import label_thresholds_path
+
+    folder = HEADS / "sequence_classification"
+    model = _model_from(folder, "safetensors", folder / "config.json")
+    run_dir = tmp_path / "run"
+    prefix = tf.train.Checkpoint(model=model).save(str(run_dir / "ckpt"))
+    read_bert_config(str(folder / "config.json")).to_json_file(str(run_dir / "bert_config.json"))
+    convert_checkpoint(prefix, str(tmp_path / "single"), "safetensors")
+    config = json.loads((tmp_path / "single" / "config.json").read_text(encoding="utf-8"))
+    assert "problem_type" not in config
+
+    with open(label_thresholds_path(str(run_dir)), "w", encoding="utf-8") as writer:
+        json.dump({"labels": ["a", "b", "c"], "thresholds": [0.5, 0.4, 0.6]}, writer)
+    convert_checkpoint(prefix, str(tmp_path / "multi"), "safetensors")
+    config = json.loads((tmp_path / "multi" / "config.json").read_text(encoding="utf-8"))
+    assert config["problem_type"] == "multi_label_classification"
+
+    convert_checkpoint(str(tmp_path / "multi"), str(tmp_path / "again"), "safetensors")
+    config = json.loads((tmp_path / "again" / "config.json").read_text(encoding="utf-8"))
+    assert config["problem_type"] == "multi_label_classification"
