@@ -15,7 +15,7 @@ from official_bert.checkpoints import (
     loading,
     safetensors_bert,
 )
-from official_bert.checkpoints.variable_table import CheckpointMismatchError
+from official_bert.checkpoints.variable_table import CheckpointMismatchError, uses_pooler
 from official_bert.config import BertConfig, check_vocab_matches_config
 
 # The file (or prefix) each format is written to inside the output directory.
@@ -134,6 +134,7 @@ def convert_checkpoint(
         input_format,
         safetensors_bert.read_hf_architectures(hf_config_file),
     )
+    _warn_of_an_initialized_pooler(model, input_checkpoint, input_format, output_format)
     os.makedirs(output_dir, exist_ok=True)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
     if output_format == "keras_hub":
@@ -165,6 +166,31 @@ def convert_checkpoint(
         type(model).__name__,
     )
     return written
+
+
+def _warn_of_an_initialized_pooler(model, path: str, checkpoint_format: str, output_format: str):
+    """Warns where the input holds no pooler (a question-answering, token-classification or
+    masked-LM model's file) and the output holds one all the same, the initialization of
+    `model`'s: read as trained by whatever reads the output (a classifier fine-tuned from it)."""
+    from official_bert.models import BertEncoder
+
+    if uses_pooler(model) and not isinstance(model, BertEncoder):
+        return  # chosen with every part required: the input has a pooler
+    if output_format == "safetensors" and not uses_pooler(model):
+        return  # written as transformers' class of that model, which has no pooler
+    try:
+        # A bare encoder with every part required fails exactly where there is no pooler.
+        loading.load_bert_weights(
+            getattr(model, "encoder", model), path, checkpoint_format, require_heads=True
+        )
+    except CheckpointMismatchError:
+        logging.warning(
+            "%s holds no pooler (bert/pooler/dense); the %s output holds a randomly initialized "
+            "one, which a model reading pooled_output from it (a sentence classifier fine-tuned "
+            "from it) would start from",
+            path,
+            output_format,
+        )
 
 
 def _hf_config_file(input_checkpoint: str, bert_config_file: str) -> str:

@@ -100,7 +100,7 @@ def load_tf1_named_weights(
 
     names = {scope_prefix + entry.tf1_name for entry in entries}
     missing = [e for e in entries if scope_prefix + e.tf1_name not in shapes]
-    skipped_parts = skippable_parts(entries, missing, require_heads)
+    skipped_parts = skippable_parts(entries, missing, require_heads, model)
     missing = [e for e in missing if e.part not in skipped_parts]
 
     unexpected = []

@@ -244,7 +244,7 @@ def read_hf_named_weights(
 
     names = {entry.tf1_name: file_name(entry) for entry in entries}
     missing = [e for e in entries if names[e.tf1_name] not in arrays]
-    skipped = skippable_parts(entries, missing, require_heads)
+    skipped = skippable_parts(entries, missing, require_heads, model)
     missing = [e for e in missing if e.part not in skipped]
     used = set(names.values())
     unexpected = [

@@ -226,14 +226,18 @@ class CheckpointMismatchError(ValueError):
 
 
 def skippable_parts(
-    entries: list[WeightEntry], missing: list[WeightEntry], require_heads: bool = False
+    entries: list[WeightEntry], missing: list[WeightEntry], require_heads: bool, model
 ) -> set[str]:
-    """The parts none of whose weights are in the checkpoint and that the model may keep
+    """The parts none of whose weights are in the checkpoint and that `model` may keep
     initialized: a head (unless `require_heads`), and the pooler, which checkpoints of models
     without one lack (Hugging Face's BertForQuestionAnswering, BertForTokenClassification and
-    BertForMaskedLM)."""
+    BertForMaskedLM), unless `require_heads` and the model uses it (so that a file of a model
+    without a pooler is not taken for one of a model with one)."""
+    optional = [] if require_heads else list(HEAD_PARTS)
+    if not (require_heads and uses_pooler(model)):
+        optional.append("pooler")
     absent = set()
-    for part in (*(() if require_heads else HEAD_PARTS), "pooler"):
+    for part in optional:
         part_entries = [e for e in entries if e.part == part]
         if part_entries and all(e in missing for e in part_entries):
             absent.add(part)

@@ -164,8 +164,9 @@ def test_a_head_of_another_size_is_refused_with_the_files_size():
 
 def test_a_tagger_reads_a_token_classifiers_head(tmp_path):
     """run_classifier-style fine-tuning of a 5-tag tagger from a BertForTokenClassification file
-    starts from its head; the same file without config.json's architecture still converts, as
-    a sentence classifier (the names alone cannot tell them apart)."""
+    starts from its head; the same file without config.json's architecture still converts as a
+    tagger: its head is named as a sentence classifier's, but it has no pooler, which
+    BertForSequenceClassification always has."""
     folder = HEADS / "token_classification"
     config = read_bert_config(str(folder / "config.json"))
     tagger = BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
@@ -180,7 +181,8 @@ def test_a_tagger_reads_a_token_classifiers_head(tmp_path):
     values.pop("architectures")
     (bare / "config.json").write_text(json.dumps(values), encoding="utf-8")
     model = _model_from(bare, "safetensors", bare / "config.json")
-    assert type(model) is BertClassifier and model.num_classes == 5
+    _assert_kind(model, "token_classification")
+    _assert_matches_pytorch(model, "token_classification")
 
 
 def test_a_missing_pooler_keeps_its_initialization_and_says_so(caplog):
@@ -461,3 +463,21 @@ def test_a_multi_label_run_converts_as_a_multi_label_classifier(tmp_path):
     convert_checkpoint(str(tmp_path / "multi"), str(tmp_path / "again"), "safetensors")
     config = json.loads((tmp_path / "again" / "config.json").read_text(encoding="utf-8"))
     assert config["problem_type"] == "multi_label_classification"
+
+
+def test_an_output_holding_an_initialized_pooler_is_warned_of(tmp_path, caplog):
+    """A pooler-less file (BertForQuestionAnswering) written where a pooler is part of the layout
+    (tf1) warns that the output's pooler is an initialization; written as transformers' class
+    (no pooler), or from a file with a pooler, nothing is said."""
+
+    def warned(folder, output_format):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            convert_checkpoint(
+                str(HEADS / folder), str(tmp_path / f"{folder}_{output_format}"), output_format
+            )
+        return any("randomly initialized one" in r.getMessage() for r in caplog.records)
+
+    assert warned("question_answering", "tf1")
+    assert not warned("question_answering", "safetensors")
+    assert not warned("sequence_classification", "tf1")
