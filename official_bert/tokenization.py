@@ -132,7 +132,13 @@ def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = Non
             return True
         if "cased" in name:
             return False
-    return not any(
+    return not vocab_has_upper_case(vocab_file)
+
+
+def vocab_has_upper_case(vocab_file: str) -> bool:
+    """Whether a vocabulary holds a token with an upper-case letter outside its [SPECIAL]
+    tokens (which an uncased model's never does)."""
+    return any(
         token != token.lower()
         for token in load_vocab(vocab_file)
         if not (token.startswith("[") and token.endswith("]"))

@@ -157,6 +157,12 @@ def convert_checkpoint(
         if os.path.abspath(vocab_file) != os.path.abspath(target):
             with atomic_output(target) as temporary:
                 tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
+        if output_format == "safetensors":
+            safetensors_bert.write_hf_tokenizer_config(
+                os.path.join(output_dir, safetensors_bert.TOKENIZER_CONFIG_NAME),
+                _input_lower_case(input_checkpoint, vocab_file),
+                min(512, config.max_position_embeddings),
+            )
     logging.info(
         "Converted %s (%s) to %s (%s, %s)",
         input_checkpoint,
@@ -256,11 +262,8 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
     BertClassifier's head as a BertTextClassifier task; the tokenizer's casing is the input's
     own record of it (a keras-hub preset's), else guessed from the names and vocab."""
     from official_bert.models import BertClassifier
-    from official_bert.tokenization import guess_do_lower_case
 
-    do_lower_case = loading.find_lower_case(input_checkpoint)
-    if do_lower_case is None and vocab_file is not None:
-        do_lower_case = guess_do_lower_case(vocab_file, input_checkpoint)
+    do_lower_case = vocab_file is not None and _input_lower_case(input_checkpoint, vocab_file)
     encoder = getattr(model, "encoder", model)
     written = keras_hub_weights.write_keras_hub_weights(
         model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
@@ -298,6 +301,17 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
         os.path.dirname(written) or ".",
         bool(do_lower_case),
     )
+
+
+def _input_lower_case(input_checkpoint: str, vocab_file: str) -> bool:
+    """The input's casing: as its own files record it (a keras-hub preset's, a Hugging Face
+    tokenizer_config.json's), else guessed from its names and vocabulary."""
+    from official_bert.tokenization import guess_do_lower_case
+
+    do_lower_case = loading.find_lower_case(input_checkpoint)
+    if do_lower_case is None:
+        do_lower_case = guess_do_lower_case(vocab_file, input_checkpoint)
+    return do_lower_case
 
 
 def _heads(model) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert.checkpoints import (
     keras_h5_bert,
@@ -226,8 +227,27 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
 
 
 def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
-    """The casing a checkpoint's own files record (a keras-hub preset's tokenizer.json), or
-    None where they record none (the original checkpoints' casing is in their names)."""
+    """The casing a checkpoint's own files record: a keras-hub preset's tokenizer.json, or a
+    Hugging Face tokenizer_config.json's do_lower_case where its vocabulary agrees (below); None
+    where they record none (the original checkpoints' casing is in their names)."""
     if not checkpoint_or_config:
         return None
-    return keras_hub_preset.preset_lowercase(checkpoint_or_config)
+    lowercase = keras_hub_preset.preset_lowercase(checkpoint_or_config)
+    if lowercase is not None:
+        return lowercase
+    lowercase = safetensors_bert.read_hf_lowercase(checkpoint_or_config)
+    if lowercase is False:
+        from official_bert.tokenization import vocab_has_upper_case
+
+        vocab_file = find_vocab_file(checkpoint_or_config)
+        if vocab_file is not None and not vocab_has_upper_case(vocab_file):
+            # Hugging Face's bert-base-chinese (and copies of it) records do_lower_case false
+            # for a vocabulary without one upper-case letter, where Google's own Chinese model
+            # lower-cases: kept as recorded, every capitalized Latin word would be [UNK].
+            logging.info(
+                "%s: tokenizer_config.json says do_lower_case false, but its vocabulary has no "
+                "upper-case letter; not taken",
+                checkpoint_or_config,
+            )
+            return None
+    return lowercase

@@ -393,6 +393,38 @@ def read_hf_label_names(path: str, count: int) -> list[str] | None:
     return names if len(set(names)) == count else None
 
 
+TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
+
+
+def read_hf_lowercase(path: str) -> bool | None:
+    """The do_lower_case of the Hugging Face tokenizer_config.json beside `path` (a folder or a
+    file in it); None without one or where it does not say."""
+    directory = path if os.path.isdir(path) else (os.path.dirname(path) or ".")
+    lowercase = _read_hf_config_values(os.path.join(directory, TOKENIZER_CONFIG_NAME)).get(
+        "do_lower_case"
+    )
+    return lowercase if isinstance(lowercase, bool) else None
+
+
+def write_hf_tokenizer_config(path: str, do_lower_case: bool, model_max_length: int) -> None:
+    """Writes the tokenizer_config.json with which transformers' AutoTokenizer reads vocab.txt
+    as this model's tokenizer: BertTokenizer, its casing (accents stripped where it
+    lower-cases, as the original's do_lower_case), CJK characters split, the model's length."""
+    values = {
+        "tokenizer_class": "BertTokenizer",
+        "do_lower_case": bool(do_lower_case),
+        "strip_accents": None,  # transformers: follow do_lower_case, as the original
+        "tokenize_chinese_chars": True,
+        "model_max_length": int(model_max_length),
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
+    write_text_atomically(path, json.dumps(values, indent=2, sort_keys=True))
+
+
 # transformers' problem_type values of a sequence classifier.
 _PROBLEM_TYPES = ("regression", "single_label_classification", "multi_label_classification")
 

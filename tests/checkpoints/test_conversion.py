@@ -113,5 +113,6 @@ def test_convert_checkpoint_script(original_tiny_dir, tmp_path):
         "bert_config.json",
         "config.json",
         "model.safetensors",
+        "tokenizer_config.json",
         "vocab.txt",
     ]

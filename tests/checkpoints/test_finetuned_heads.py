@@ -481,3 +481,42 @@ def test_an_output_holding_an_initialized_pooler_is_warned_of(tmp_path, caplog):
     assert warned("question_answering", "tf1")
     assert not warned("question_answering", "safetensors")
     assert not warned("sequence_classification", "tf1")
+
+
+def test_hugging_face_tokenizer_casing_is_read_and_written(tmp_path):
+    """tokenizer_config.json's do_lower_case is the casing of a Hugging Face folder where its
+    vocabulary agrees (false with cased tokens; not taken for a vocabulary without upper-case
+    letters, as bert-base-chinese records); a safetensors output gets a tokenizer_config.json
+    with the input's casing, so transformers' AutoTokenizer reads vocab.txt as this model's."""
+    from official_bert.checkpoints.loading import find_lower_case
+
+    def folder(name, vocab, do_lower_case):
+        path = tmp_path / name
+        path.mkdir()
+        (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+        if do_lower_case is not None:
+            (path / "tokenizer_config.json").write_text(
+                json.dumps({"do_lower_case": do_lower_case}), encoding="utf-8"
+            )
+        return str(path)
+
+    cased = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "The", "the", "中"]
+    uncased = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "中", "##s"]
+    assert find_lower_case(folder("cased", cased, False)) is False
+    assert find_lower_case(folder("chinese", uncased, False)) is None
+    assert find_lower_case(folder("uncased", uncased, True)) is True
+    assert find_lower_case(folder("unsaid", cased, None)) is None
+
+    source = HEADS / "sequence_classification"
+    with_vocab = tmp_path / "with_vocab"
+    with_vocab.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (with_vocab / name).write_bytes((source / name).read_bytes())
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"Word{i}" for i in range(94)]
+    (with_vocab / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    convert_checkpoint(str(with_vocab), str(tmp_path / "out"), "safetensors")
+    written = json.loads((tmp_path / "out" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert written["tokenizer_class"] == "BertTokenizer"
+    assert written["do_lower_case"] is False  # guessed: the vocabulary is cased
+    assert written["model_max_length"] == 40  # the model's positions
+    assert find_lower_case(str(tmp_path / "out")) is False
