@@ -265,6 +265,9 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
 
     do_lower_case = vocab_file is not None and _input_lower_case(input_checkpoint, vocab_file)
     encoder = getattr(model, "encoder", model)
+    # keras-hub's metadata.json counts the backbone's parameters, a task preset's too.
+    parameter_count = encoder.count_params()
+    keras_hub_preset.begin_preset_write(output_dir, parameter_count)
     written = keras_hub_weights.write_keras_hub_weights(
         model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
     )
@@ -291,7 +294,7 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
         config,
         vocab_file,
         bool(do_lower_case),
-        model.count_params() if num_classes is not None else encoder.count_params(),
+        parameter_count,
         num_classes,
     )
     logging.info(

@@ -219,12 +219,15 @@ def check_preset_output_dir(directory: str) -> None:
     if not os.path.isdir(directory):
         return
     ours = set(_written_files())
-    others = []
+    found, others = [], []
     for root, _, names in os.walk(directory):
         for name in names:
-            relative = os.path.relpath(os.path.join(root, name), directory)
             # Temporary names of a write that was killed (atomic_output's `.NAME.tmp-PID`).
-            if relative not in ours and not (name.startswith(".") and ".tmp-" in name):
+            if name.startswith(".") and ".tmp-" in name:
+                continue
+            relative = os.path.relpath(os.path.join(root, name), directory)
+            found.append(relative)
+            if relative not in ours:
                 others.append(relative)
     if others:
         listed = ", ".join(sorted(others)[:5]) + (" ..." if len(others) > 5 else "")
@@ -234,11 +237,42 @@ def check_preset_output_dir(directory: str) -> None:
         )
     metadata = _read_json(os.path.join(directory, METADATA_NAME))
     written_here = isinstance(metadata, dict) and metadata.get("written_by") == _WRITER
-    if os.listdir(directory) and not written_here:
+    if found and not written_here:
         raise ValueError(
             f"output_dir {directory} holds a keras-hub preset that this project did not write; "
             "it is not replaced. Choose a new or empty folder."
         )
+
+
+def begin_preset_write(directory: str, parameter_count: int) -> None:
+    """Prepares `directory` (checked by check_preset_output_dir) before any file of a preset is
+    written there: metadata.json first, marking the folder as this project's, so that a write
+    cut short (killed, or failed on a full disk) may be repeated there; then an earlier
+    preset's config.json goes, so that the folder is no preset until write_keras_hub_preset_files
+    writes the new one last (an overwrite cut short would otherwise leave the new backbone
+    beside the earlier preset's head and tokenizer, which keras-hub and this project load
+    without a word)."""
+    from official_bert.config import write_text_atomically
+
+    write_text_atomically(os.path.join(directory, METADATA_NAME), _metadata(parameter_count))
+    config = os.path.join(directory, CONFIG_NAME)
+    if os.path.exists(config):
+        os.remove(config)
+
+
+def _metadata(parameter_count: int) -> str:
+    """metadata.json of a preset written here; parameter_count is the backbone's, as keras-hub
+    records it for a task preset too."""
+    import keras
+
+    return _json(
+        {
+            "keras_version": keras.__version__,
+            "parameter_count": int(parameter_count),
+            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+            "written_by": _WRITER,
+        }
+    )
 
 
 def write_keras_hub_preset_files(
@@ -255,10 +289,8 @@ def write_keras_hub_preset_files(
     its task.weights.h5), metadata.json, and config.json last, so that the folder reads as a
     preset only once it is whole. The tokenizer lower-cases and strips accents together, as the
     original BERT's do_lower_case does; the preprocessor pads to the model's positions (at
-    most 512).
+    most 512). parameter_count: the backbone's, for metadata.json.
     """
-    import keras
-
     from official_bert.config import write_text_atomically
 
     check_keras_hub_can_run(config)
@@ -333,13 +365,7 @@ def write_keras_hub_preset_files(
             "registered_name": "keras_hub>BertTextClassifier",
         }
         write_text_atomically(os.path.join(directory, TASK_CONFIG_NAME), _json(task))
-    metadata = {
-        "keras_version": keras.__version__,
-        "parameter_count": int(parameter_count),
-        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
-        "written_by": _WRITER,
-    }
-    write_text_atomically(os.path.join(directory, METADATA_NAME), _json(metadata))
+    write_text_atomically(os.path.join(directory, METADATA_NAME), _metadata(parameter_count))
     write_text_atomically(os.path.join(directory, CONFIG_NAME), _json(backbone))
 
 

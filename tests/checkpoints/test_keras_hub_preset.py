@@ -534,6 +534,11 @@ def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
     assert {k: v for k, v in task["config"]["backbone"]["config"].items() if k != "name"} == {
         k: v for k, v in want["config"]["backbone"]["config"].items() if k != "name"
     }
+    # keras-hub's metadata.json counts the backbone's parameters, a task preset's too.
+    counts = [
+        json.loads((d / "metadata.json").read_text())["parameter_count"] for d in (target, source)
+    ]
+    assert counts[0] == counts[1]
     preprocessor = json.loads((target / "preprocessor.json").read_text())
     assert preprocessor == task["config"]["preprocessor"]
     assert preprocessor["registered_name"] == "keras_hub>BertTextClassifierPreprocessor"
@@ -548,3 +553,31 @@ def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
         p for p in ("task.json", "task.weights.h5", "preprocessor.json") if (target / p).exists()
     ]
     assert detect_checkpoint_format(str(target)) == "keras_hub"
+
+
+def test_a_write_cut_short_may_be_repeated_and_leaves_no_mixed_preset(tmp_path, monkeypatch):
+    """A conversion cut short (killed, or failed on a full disk) leaves a folder that the next
+    conversion may replace (metadata.json marks it first), and no preset mixing the new
+    backbone with an earlier preset's head and tokenizer (its config.json goes first, and the
+    new one comes last)."""
+    from official_bert.checkpoints import keras_hub_weights
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    # A first write killed inside atomic_output leaves its temporary name alone.
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / ".model.weights.h5.tmp-12345").write_bytes(b"partial")
+    convert_checkpoint(str(PRESETS / "cased_zh"), str(killed), "keras_hub")
+    assert (killed / "config.json").exists()
+
+    for target in (tmp_path / "new", killed):  # a new folder; one holding an earlier preset
+        with monkeypatch.context() as patch:
+            patch.setattr(keras_hub_weights, "write_keras_hub_task_weights", full_disk)
+            with pytest.raises(OSError, match="No space left"):
+                convert_checkpoint(str(PRESETS / "classifier"), str(target), "keras_hub")
+        assert (target / "model.weights.h5").exists()
+        assert not (target / "config.json").exists(), target
+        convert_checkpoint(str(PRESETS / "classifier"), str(target), "keras_hub")
+        assert_classifier_matches(target)
