@@ -38,7 +38,8 @@ def load_model_with_available_heads(
     architectures: the Hugging Face classes the input's config.json names; a
       BertForTokenClassification's head is named as a sentence classifier's ("classifier"),
       so it is tried as the tagger first; the head of a class none of our models is (such as
-      BertForMultipleChoice) is not read.
+      BertForMultipleChoice, or BertLMHeadModel, whose causal LM head is named as the MLM
+      head) is not read: the encoder alone.
     """
     from official_bert.models import (
         BertClassifier,
@@ -68,15 +69,16 @@ def load_model_with_available_heads(
         candidates.insert(2, candidates.pop())
     others = [name for name in architectures if name not in safetensors_bert.HF_CLASSES]
     if others:
-        # A head of another kind (multiple choice, ...) would be read as one of ours that
-        # computes something else from it: the encoder (and pre-training heads) only.
+        # A head of another kind would be read as one of ours that computes something else
+        # from it (a multiple-choice head as a 1-output classifier's, BertLMHeadModel's causal
+        # LM head as the MLM head): the encoder only.
         logging.warning(
             "%s is a Hugging Face %s, which none of this project's models is: its head is not "
             "converted",
             path,
             ", ".join(others),
         )
-        candidates = candidates[:2]
+        candidates = []
     for sized_part, make_model in candidates:
         size = 2  # a first guess; a checkpoint's head of another size says its own
         for _ in range(2):

@@ -520,3 +520,24 @@ def test_hugging_face_tokenizer_casing_is_read_and_written(tmp_path):
     assert written["do_lower_case"] is False  # guessed: the vocabulary is cased
     assert written["model_max_length"] == 40  # the model's positions
     assert find_lower_case(str(tmp_path / "out")) is False
+
+
+def test_a_causal_lm_head_is_not_taken_for_the_mlm_head(tmp_path, caplog):
+    """A BertLMHeadModel file names its causal LM head as BertForMaskedLM names the MLM head
+    (cls.predictions): not converted, as the warning says; the encoder alone."""
+    from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
+
+    source = FIXTURES / "hf_weights" / "bert"
+    causal = tmp_path / "lm_head_model"
+    causal.mkdir()
+    tensors = load_pytorch_state_dict(str(source / "pytorch_model.bin"))
+    tensors = {k: v for k, v in tensors.items() if not k.startswith("cls.seq_relationship")}
+    assert any(name.startswith("cls.predictions.") for name in tensors)
+    save_file(tensors, str(causal / "model.safetensors"))
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    values.update(architectures=["BertLMHeadModel"], is_decoder=True)
+    (causal / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    with caplog.at_level(logging.WARNING):
+        model = _model_from(causal, "safetensors", causal / "config.json")
+    assert type(model) is BertEncoder
+    assert any("BertLMHeadModel" in r.getMessage() for r in caplog.records)
