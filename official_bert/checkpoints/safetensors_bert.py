@@ -111,6 +111,13 @@ def bert_config_from_hf(hf_config: dict, source: str = "config.json") -> BertCon
     model_type = hf_config.get("model_type", "bert")
     if model_type != "bert":
         raise ValueError(f"{source}: model_type is {model_type!r}, expected 'bert'")
+    for field in ("is_decoder", "add_cross_attention"):
+        if hf_config.get(field):
+            raise ValueError(
+                f"{source}: {field} is true (a causal or cross-attending BERT decoder, such as "
+                "BertLMHeadModel); this project's BERT is the bidirectional encoder and would "
+                "compute other outputs from these weights"
+            )
     position_type = hf_config.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(

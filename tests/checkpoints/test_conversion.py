@@ -1,5 +1,7 @@
 """Layout detection, object checkpoints and conversion between all three layouts."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -116,3 +118,15 @@ def test_convert_checkpoint_script(original_tiny_dir, tmp_path):
         "tokenizer_config.json",
         "vocab.txt",
     ]
+
+
+def test_a_bert_decoders_config_is_refused(tmp_path):
+    """A causal (is_decoder) or cross-attending BERT computes other outputs than the encoder
+    built from its config here: refused, naming the field."""
+    path = tmp_path / "config.json"
+    for field in ("is_decoder", "add_cross_attention"):
+        path.write_text(json.dumps({"model_type": "bert", "vocab_size": 10, field: True}))
+        with pytest.raises(ValueError, match=f"{field} is true"):
+            read_bert_config(str(path))
+    path.write_text(json.dumps({"model_type": "bert", "vocab_size": 10, "is_decoder": False}))
+    assert read_bert_config(str(path)).vocab_size == 10

@@ -537,6 +537,12 @@ def test_a_causal_lm_head_is_not_taken_for_the_mlm_head(tmp_path, caplog):
     values = json.loads((source / "config.json").read_text(encoding="utf-8"))
     values.update(architectures=["BertLMHeadModel"], is_decoder=True)
     (causal / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    # As a decoder it is refused outright (its attention is causal, the encoder's is not) ...
+    with pytest.raises(ValueError, match="is_decoder is true"):
+        _model_from(causal, "safetensors", causal / "config.json")
+    # ... and as the class alone, its head is left out.
+    values.update(is_decoder=False)
+    (causal / "config.json").write_text(json.dumps(values), encoding="utf-8")
     with caplog.at_level(logging.WARNING):
         model = _model_from(causal, "safetensors", causal / "config.json")
     assert type(model) is BertEncoder
