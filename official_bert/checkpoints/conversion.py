@@ -10,6 +10,7 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import (
+    head_labels,
     keras_hub_preset,
     keras_hub_weights,
     loading,
@@ -129,7 +130,7 @@ def convert_checkpoint(
     if vocab_file is not None:
         check_vocab_matches_config(config, vocab_file, bert_config_file)
 
-    hf_config_file = _hf_config_file(input_checkpoint, bert_config_file)
+    hf_config_file = head_labels.hf_config_file(input_checkpoint, bert_config_file)
     model = load_model_with_available_heads(
         config,
         input_checkpoint,
@@ -151,7 +152,8 @@ def convert_checkpoint(
             os.path.join(output_dir, "config.json"),
             architecture,
             num_labels,
-            num_labels and _label_names(input_checkpoint, hf_config_file, num_labels),
+            num_labels
+            and head_labels.head_label_names(input_checkpoint, num_labels, hf_config_file),
             _problem_type(model, input_checkpoint, hf_config_file),
         )
     if vocab_file is not None:
@@ -201,62 +203,18 @@ def _warn_of_an_initialized_pooler(model, path: str, checkpoint_format: str, out
         )
 
 
-def _hf_config_file(input_checkpoint: str, bert_config_file: str) -> str:
-    """The config that names the input's Hugging Face class and labels: bert_config_file where
-    it names a class, else a Hugging Face config.json beside the input (as a safetensors output
-    of convert_checkpoint holds beside its bert_config.json, which find_bert_config prefers)."""
-    if safetensors_bert.read_hf_architectures(bert_config_file):
-        return bert_config_file
-    directory = (
-        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
-    )
-    candidate = os.path.join(directory, "config.json")
-    return candidate if safetensors_bert.read_hf_architectures(candidate) else bert_config_file
-
-
-# Where a fine-tuning run's output folder keeps its label names (the serving export's).
-_RUN_LABELS_FILE = os.path.join("serving_model", "assets.extra", "labels.txt")
-# What a multi-label run (run_classifier.py --multi_label) keeps beside its checkpoints and in
-# its serving export: its labels' tuned thresholds.
-_RUN_THRESHOLDS_FILE = os.path.join("serving_model", "assets.extra", "label_thresholds.json")
-
-
 def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | None:
     """Hugging Face's `problem_type` of a sentence classifier: the input config.json's, else
-    "multi_label_classification" for a multi-label run's checkpoint (its thresholds beside it);
-    None otherwise (transformers then infers regression from a single label)."""
+    "multi_label_classification" for a multi-label run's checkpoint; None otherwise
+    (transformers then infers regression from a single label)."""
     from official_bert.models import BertClassifier
-    from official_bert.side_file_names import label_thresholds_path
 
     if not isinstance(model, BertClassifier):
         return None
     problem_type = safetensors_bert.read_hf_problem_type(hf_config_file)
-    if problem_type is not None:
-        return problem_type
-    directory = (
-        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
-    )
-    thresholds = (label_thresholds_path(directory), os.path.join(directory, _RUN_THRESHOLDS_FILE))
-    return "multi_label_classification" if any(map(os.path.isfile, thresholds)) else None
-
-
-def _label_names(input_checkpoint: str, hf_config_file: str, count: int) -> list[str] | None:
-    """The names of a fine-tuned head's `count` labels: the input's Hugging Face `id2label`
-    (of hf_config_file), else the labels.txt of the serving model that run_classifier.py or a
-    tagging run exported beside the checkpoint; None when neither names `count` distinct
-    labels."""
-    names = safetensors_bert.read_hf_label_names(hf_config_file, count)
-    if names is not None:
-        return names
-    directory = (
-        input_checkpoint if os.path.isdir(input_checkpoint) else os.path.dirname(input_checkpoint)
-    )
-    labels_file = os.path.join(directory, _RUN_LABELS_FILE)
-    if not os.path.isfile(labels_file):
-        return None
-    with open(labels_file, encoding="utf-8") as reader:
-        names = reader.read().splitlines()
-    return names if len(names) == count and len(set(names)) == count else None
+    if problem_type is None and head_labels.multi_label_run(input_checkpoint):
+        problem_type = "multi_label_classification"
+    return problem_type
 
 
 def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint) -> None:

@@ -402,7 +402,9 @@ class ClassificationTask(FinetuningTask):
         # The head is new unless the checkpoint was fine-tuned already; a feature-based head is
         # always new (its input is not the encoder's output the checkpoint's head was trained on).
         frozen = self.options.feature_mode != "finetune"
-        initialize_weights(model, self.options, model.encoder if frozen else model)
+        initialize_weights(
+            model, self.options, model.encoder if frozen else model, labels=self.labels
+        )
 
     def train_dataset(self, input_context):
         return train_dataset_fn(

@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints import load_bert_weights
+from official_bert.checkpoints import head_labels, load_bert_weights
 from official_bert.checkpoints.loading import (
     find_bert_config,
     find_lower_case,
@@ -239,12 +240,11 @@ def validate_init_source(options) -> None:
         )
 
 
-def initialize_weights(model, options, target=None) -> None:
+def initialize_weights(model, options, target=None, labels: list[str] | None = None) -> None:
     """The runner's initialize_fn of a new model: with options.hub_module_handle the encoder's
     weights came with it; else options.init_checkpoint is loaded into `target` (default: the
-    whole model; heads absent from the checkpoint keep their initialization; with
-    options.do_train, so do heads of another number of labels, as when a model fine-tuned on a
-    3-label task starts a 2-label one)."""
+    whole model), as load_init_checkpoint says, with options.do_train allowing new heads and
+    `labels` the task's label names (None for regression)."""
     if getattr(options, "hub_module_handle", None):
         logging.info("Initialized from the exported encoder %s", options.hub_module_handle)
     else:
@@ -252,17 +252,28 @@ def initialize_weights(model, options, target=None) -> None:
             model if target is None else target,
             options.init_checkpoint,
             new_heads_allowed=bool(getattr(options, "do_train", False)),
+            labels=labels,
         )
 
 
-def load_init_checkpoint(model, init_checkpoint: str | None, new_heads_allowed=False) -> None:
+def load_init_checkpoint(
+    model, init_checkpoint: str | None, new_heads_allowed=False, labels=None
+) -> None:
     """Loads init_checkpoint (any layout) into `model`; heads absent from it keep their
-    initialization (fine-tuning from a pre-training checkpoint). With `new_heads_allowed`, a
-    head of another number of outputs in the checkpoint is left out too, with a warning;
-    without it (evaluating or predicting with the checkpoint's head) that is an error."""
+    initialization (fine-tuning from a pre-training checkpoint).
+
+    A checkpoint's head that does not fit the task, of another number of outputs or of other
+    label names (where its files name them, and `labels` the task's), is left out with a
+    warning when `new_heads_allowed` (training starts a new head), and is an error without
+    it (evaluating or predicting would run it). One of the same names numbered otherwise (a
+    Hugging Face NER model's B-PER, ... against the task's sorted tags) is reordered to the
+    task's numbering.
+    """
     if not init_checkpoint:
         logging.warning("No init_checkpoint: fine-tuning from random weights")
         return
+    head = head_labels.sized_head(model)
+    initial_head = [variable.numpy() for variable in head.weights] if head is not None else []
     try:
         checkpoint_format = load_bert_weights(model, init_checkpoint)
     except CheckpointMismatchError as error:
@@ -279,7 +290,47 @@ def load_init_checkpoint(model, init_checkpoint: str | None, new_heads_allowed=F
                 size,
                 getattr(model, part).num_classes,
             )
+    else:
+        if head is not None and labels and _head_was_read(head, initial_head):
+            _match_head_labels(head, initial_head, init_checkpoint, list(labels), new_heads_allowed)
     logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
+
+
+def _head_was_read(head, initial_values) -> bool:
+    """Whether loading replaced the head's initialization (a checkpoint without the head leaves
+    it as it was)."""
+    return any(
+        not np.array_equal(variable.numpy(), initial)
+        for variable, initial in zip(head.weights, initial_values, strict=True)
+    )
+
+
+def _match_head_labels(head, initial_values, init_checkpoint, labels, new_heads_allowed) -> None:
+    """Reorders, or refuses or replaces, a head read from init_checkpoint whose files name its
+    labels otherwise than the task (see load_init_checkpoint)."""
+    names = head_labels.head_label_names(init_checkpoint, len(labels))
+    if names is None or head_labels.are_generic(names) or names == labels:
+        return
+    if sorted(names) == sorted(labels):
+        head_labels.reorder_head_outputs(head, names, labels)
+        logging.info(
+            "%s numbers its labels %s; its head's outputs are reordered to this task's %s",
+            init_checkpoint,
+            names,
+            labels,
+        )
+        return
+    message = (
+        f"{init_checkpoint} holds a head for the labels {names}, where this task's are {labels}"
+    )
+    if not new_heads_allowed:
+        raise ValueError(
+            f"{message}: its outputs would be read as labels they are not. Give a checkpoint of "
+            "this task's labels, or train (--do_train=true) to start a new head"
+        )
+    for variable, initial in zip(head.weights, initial_values, strict=True):
+        variable.assign(initial)
+    logging.warning("%s: training starts from its encoder and a new head", message)
 
 
 def train_dataset_fn(read_dataset, path: str, options, setup: FinetuningSetup):

@@ -547,3 +547,58 @@ def test_a_causal_lm_head_is_not_taken_for_the_mlm_head(tmp_path, caplog):
         model = _model_from(causal, "safetensors", causal / "config.json")
     assert type(model) is BertEncoder
     assert any("BertLMHeadModel" in r.getMessage() for r in caplog.records)
+
+
+def test_a_heads_labels_are_matched_to_the_tasks_by_name(tmp_path, caplog):
+    """A Hugging Face NER model's head (its tags named in id2label) starts a tagging task whose
+    tags are numbered otherwise: its outputs are reordered to the task's numbering, so that
+    predicting with it alone is right; tags of another set are refused for predicting and
+    replaced by a new head for training."""
+    from types import SimpleNamespace
+
+    from official_bert.tasks.finetuning import initialize_weights
+
+    source = HEADS / "token_classification"
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes())
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    values["id2label"] = dict(enumerate(names))
+    values["label2id"] = {name: index for index, name in enumerate(names)}
+    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    config = read_bert_config(str(named / "config.json"))
+
+    def tagger():
+        model = BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
+        model.build()
+        return model
+
+    reference = np.load(source / "outputs.npz")
+    inputs = {
+        "input_word_ids": reference["input_ids"],
+        "input_mask": reference["input_mask"],
+        "input_type_ids": reference["token_type_ids"],
+    }
+    task_tags = sorted(names)  # B-LOC, B-PER, I-LOC, I-PER, O
+    options = SimpleNamespace(init_checkpoint=str(named), hub_module_handle=None, do_train=False)
+    model = tagger()
+    initialize_weights(model, options, labels=task_tags)
+    expected = reference["logits"][..., [names.index(tag) for tag in task_tags]]
+    np.testing.assert_allclose(model(inputs), expected, atol=2e-5)
+
+    other_tags = ["B-ORG", "B-PER", "I-ORG", "I-PER", "O"]
+    with pytest.raises(ValueError, match=r"holds a head for the labels \['O', 'B-PER'"):
+        initialize_weights(tagger(), options, labels=other_tags)
+    model = tagger()
+    initial_kernel = model.tagger.dense.kernel.numpy().copy()
+    with caplog.at_level(logging.WARNING):
+        initialize_weights(
+            model, SimpleNamespace(**{**vars(options), "do_train": True}), labels=other_tags
+        )
+    assert any("a new head" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(model.tagger.dense.kernel.numpy(), initial_kernel)
+    np.testing.assert_array_equal(
+        model.encoder.embeddings.word_embeddings.embeddings.numpy(),
+        load_file(source / "model.safetensors")["bert.embeddings.word_embeddings.weight"],
+    )
