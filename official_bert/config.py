@@ -145,6 +145,18 @@ def write_text_atomically(path: str, text: str) -> None:
         writer.write(text)
 
 
+def read_json_object(path: str) -> dict | None:
+    """The JSON object in the file at `path`; None where the file is missing or is not UTF-8
+    JSON holding an object (for the optional side files of a checkpoint folder, whose absence
+    or damage means "not said there")."""
+    try:
+        with open(path, encoding="utf-8") as reader:
+            values = json.load(reader)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return values if isinstance(values, dict) else None
+
+
 def count_vocab_lines(vocab_file: str) -> int:
     """Number of entries in a vocab.txt (one token per line), as the original load_vocab reads it."""
     if not tf.io.gfile.exists(vocab_file):

@@ -53,18 +53,14 @@ def load_model_with_available_heads(
     # One encoder for every candidate (building it is most of a candidate's cost); a candidate
     # that does not fit is refused before its weights are assigned, or is followed by one whose
     # loading assigns every encoder weight again.
-    shared_encoder = BertEncoder.from_bert_config(config)
-    shared_encoder.build()
-
-    def encoder():
-        return shared_encoder
-
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
     candidates = [
-        (None, lambda _: BertPretrainer(encoder(), use_next_sentence_label=True)),
-        (None, lambda _: BertPretrainer(encoder(), use_next_sentence_label=False)),
-        ("classifier", lambda size: BertClassifier(encoder(), num_classes=size)),
-        (None, lambda _: BertSpanLabeler(encoder())),
-        ("tagger", lambda size: BertTokenTagger(encoder(), num_tags=size)),
+        (None, lambda _: BertPretrainer(encoder, use_next_sentence_label=True)),
+        (None, lambda _: BertPretrainer(encoder, use_next_sentence_label=False)),
+        ("classifier", lambda size: BertClassifier(encoder, num_classes=size)),
+        (None, lambda _: BertSpanLabeler(encoder)),
+        ("tagger", lambda size: BertTokenTagger(encoder, num_tags=size)),
     ]
     if "BertForTokenClassification" in architectures:
         candidates.insert(2, candidates.pop())
@@ -93,8 +89,8 @@ def load_model_with_available_heads(
                 if error.head_sizes.get(sized_part, size) == size:
                     break
                 size = error.head_sizes[sized_part]
-    loading.load_bert_weights(shared_encoder, path, checkpoint_format)
-    return shared_encoder
+    loading.load_bert_weights(encoder, path, checkpoint_format)
+    return encoder
 
 
 def convert_checkpoint(
@@ -164,7 +160,7 @@ def convert_checkpoint(
         if output_format == "safetensors":
             safetensors_bert.write_hf_tokenizer_config(
                 os.path.join(output_dir, safetensors_bert.TOKENIZER_CONFIG_NAME),
-                _input_lower_case(input_checkpoint, vocab_file),
+                loading.find_or_guess_lower_case(input_checkpoint, vocab_file),
                 min(512, config.max_position_embeddings),
             )
     logging.info(
@@ -223,7 +219,9 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
     own record of it (a keras-hub preset's), else guessed from the names and vocab."""
     from official_bert.models import BertClassifier
 
-    do_lower_case = vocab_file is not None and _input_lower_case(input_checkpoint, vocab_file)
+    do_lower_case = vocab_file is not None and loading.find_or_guess_lower_case(
+        input_checkpoint, vocab_file
+    )
     encoder = getattr(model, "encoder", model)
     # keras-hub's metadata.json counts the backbone's parameters, a task preset's too.
     parameter_count = encoder.count_params()
@@ -254,7 +252,6 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
         config,
         vocab_file,
         bool(do_lower_case),
-        parameter_count,
         num_classes,
     )
     logging.info(
@@ -264,17 +261,6 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
         os.path.dirname(written) or ".",
         bool(do_lower_case),
     )
-
-
-def _input_lower_case(input_checkpoint: str, vocab_file: str) -> bool:
-    """The input's casing: as its own files record it (a keras-hub preset's, a Hugging Face
-    tokenizer_config.json's), else guessed from its names and vocabulary."""
-    from official_bert.tokenization import guess_do_lower_case
-
-    do_lower_case = loading.find_lower_case(input_checkpoint)
-    if do_lower_case is None:
-        do_lower_case = guess_do_lower_case(vocab_file, input_checkpoint)
-    return do_lower_case
 
 
 def _heads(model) -> list[str]:

@@ -70,19 +70,10 @@ def is_keras_hub_config(values) -> bool:
 def read_keras_hub_json(path: str) -> dict | None:
     """The parsed keras-hub config at `path`; None where there is no such file or it is not one
     (missing, not JSON, not UTF-8, another kind of JSON)."""
-    values = _read_json(path)
+    from official_bert.config import read_json_object
+
+    values = read_json_object(path)
     return values if is_keras_hub_config(values) else None
-
-
-def _read_json(path: str):
-    """The parsed JSON file at `path`; None where it is missing, not UTF-8 or not JSON."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
-    except (ValueError, UnicodeDecodeError):
-        return None
 
 
 def check_backbone_config(values: dict, source: str) -> None:
@@ -235,8 +226,10 @@ def check_preset_output_dir(directory: str) -> None:
             f"output_dir {directory} holds files that are not part of the keras-hub preset "
             f"written there ({listed}); they would be read with it. Choose a new or empty folder."
         )
-    metadata = _read_json(os.path.join(directory, METADATA_NAME))
-    written_here = isinstance(metadata, dict) and metadata.get("written_by") == _WRITER
+    from official_bert.config import read_json_object
+
+    metadata = read_json_object(os.path.join(directory, METADATA_NAME)) or {}
+    written_here = metadata.get("written_by") == _WRITER
     if found and not written_here:
         raise ValueError(
             f"output_dir {directory} holds a keras-hub preset that this project did not write; "
@@ -252,27 +245,21 @@ def begin_preset_write(directory: str, parameter_count: int) -> None:
     writes the new one last (an overwrite cut short would otherwise leave the new backbone
     beside the earlier preset's head and tokenizer, which keras-hub and this project load
     without a word)."""
+    import keras
+
     from official_bert.config import write_text_atomically
 
-    write_text_atomically(os.path.join(directory, METADATA_NAME), _metadata(parameter_count))
+    metadata = {
+        "keras_version": keras.__version__,
+        # The backbone's, as keras-hub records it for a task preset too.
+        "parameter_count": int(parameter_count),
+        "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+        "written_by": _WRITER,
+    }
+    write_text_atomically(os.path.join(directory, METADATA_NAME), _json(metadata))
     config = os.path.join(directory, CONFIG_NAME)
     if os.path.exists(config):
         os.remove(config)
-
-
-def _metadata(parameter_count: int) -> str:
-    """metadata.json of a preset written here; parameter_count is the backbone's, as keras-hub
-    records it for a task preset too."""
-    import keras
-
-    return _json(
-        {
-            "keras_version": keras.__version__,
-            "parameter_count": int(parameter_count),
-            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
-            "written_by": _WRITER,
-        }
-    )
 
 
 def write_keras_hub_preset_files(
@@ -280,16 +267,15 @@ def write_keras_hub_preset_files(
     config,
     vocab_file: str | None,
     do_lower_case: bool,
-    parameter_count: int,
     num_classes: int | None = None,
 ) -> None:
     """Writes the files of a keras-hub preset beside its weights in `directory`:
     tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given), for a
     classifier (`num_classes`) task.json and preprocessor.json (a BertTextClassifier beside
-    its task.weights.h5), metadata.json, and config.json last, so that the folder reads as a
-    preset only once it is whole. The tokenizer lower-cases and strips accents together, as the
-    original BERT's do_lower_case does; the preprocessor pads to the model's positions (at
-    most 512). parameter_count: the backbone's, for metadata.json.
+    its task.weights.h5), and config.json last, so that the folder reads as a preset only once
+    it is whole (metadata.json came first: begin_preset_write). The tokenizer lower-cases and
+    strips accents together, as the original BERT's do_lower_case does; the preprocessor pads
+    to the model's positions (at most 512).
     """
     from official_bert.config import write_text_atomically
 
@@ -365,7 +351,6 @@ def write_keras_hub_preset_files(
             "registered_name": "keras_hub>BertTextClassifier",
         }
         write_text_atomically(os.path.join(directory, TASK_CONFIG_NAME), _json(task))
-    write_text_atomically(os.path.join(directory, METADATA_NAME), _metadata(parameter_count))
     write_text_atomically(os.path.join(directory, CONFIG_NAME), _json(backbone))
 
 

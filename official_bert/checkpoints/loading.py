@@ -251,3 +251,15 @@ def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
             )
             return None
     return lowercase
+
+
+def find_or_guess_lower_case(checkpoint: str | None, vocab_file: str) -> bool:
+    """A checkpoint's casing as its own files record it (find_lower_case), else guessed from its
+    names and vocabulary (tokenization.guess_do_lower_case)."""
+    lowercase = find_lower_case(checkpoint)
+    if lowercase is None:
+        from official_bert.tokenization import guess_do_lower_case
+
+        lowercase = guess_do_lower_case(vocab_file, checkpoint)
+        logging.info("do_lower_case not given; guessed %s from %s", lowercase, vocab_file)
+    return lowercase

@@ -69,11 +69,7 @@ def load_tokenizer(
       ValueError: do_lower_case contradicts a released Google checkpoint's casing.
       BertConfigError: the vocab's size differs from the config's vocab_size.
     """
-    from official_bert.tokenization import (
-        FullTokenizer,
-        guess_do_lower_case,
-        validate_case_matches_checkpoint,
-    )
+    from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
     _check_exists(path)
     vocab_file = vocab_file or loading.find_vocab_file(path)
@@ -82,9 +78,7 @@ def load_tokenizer(
             f"no vocab.txt (or keras-hub vocabulary) beside {path}; pass vocab_file"
         )
     if do_lower_case is None:
-        do_lower_case = loading.find_lower_case(path)
-    if do_lower_case is None:
-        do_lower_case = guess_do_lower_case(vocab_file, path)
+        do_lower_case = loading.find_or_guess_lower_case(path, vocab_file)
     validate_case_matches_checkpoint(do_lower_case, path)
     config_file = loading.find_bert_config(path)
     if config_file is not None:

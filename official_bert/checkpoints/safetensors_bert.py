@@ -26,7 +26,7 @@ from official_bert.checkpoints.variable_table import (
     skippable_parts,
     uses_pooler,
 )
-from official_bert.config import BertConfig, write_text_atomically
+from official_bert.config import BertConfig, read_json_object, write_text_atomically
 
 # === Name table: original TF1 name -> HF name (regex, replacement) ===
 # Applied in order to the original name; the encoder's names get an optional "bert." prefix.
@@ -371,12 +371,7 @@ def hf_architecture(model) -> tuple[str, int | None]:
 
 def _read_hf_config_values(path: str) -> dict:
     """A config.json's values ({} when `path` is not a readable JSON object)."""
-    try:
-        with open(path, encoding="utf-8") as reader:
-            values = json.load(reader)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
-    return values if isinstance(values, dict) else {}
+    return read_json_object(path) or {}
 
 
 def read_hf_architectures(path: str) -> list[str]:

@@ -14,7 +14,6 @@ from official_bert.export.bert_encoder_module import export_bert_encoder
 from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
 from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
 from official_bert.models import BertEncoder, BertPretrainer
-from official_bert.tokenization import guess_do_lower_case
 
 EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing", "fill_mask")
 
@@ -38,8 +37,8 @@ def export_tfhub(
     per [MASK]) to `export_path`; returns export_path.
 
     vocab_file defaults to the vocab beside model_checkpoint_path (vocab.txt, or a keras-hub
-    preset's), do_lower_case to the casing a keras-hub preset records, else to a guess
-    (guess_do_lower_case).
+    preset's), do_lower_case to the casing the checkpoint's files record, else to a guess
+    (loading.find_or_guess_lower_case).
 
     Raises:
       FileExistsError: export_path exists and not `overwrite` (checked before any work).
@@ -66,10 +65,7 @@ def export_tfhub(
             f"model_checkpoint_path {model_checkpoint_path!r})"
         )
     if do_lower_case is None:
-        do_lower_case = loading.find_lower_case(model_checkpoint_path)
-    if do_lower_case is None:
-        do_lower_case = guess_do_lower_case(vocab_file, model_checkpoint_path)
-        logging.info("do_lower_case not given; guessed %s from %s", do_lower_case, vocab_file)
+        do_lower_case = loading.find_or_guess_lower_case(model_checkpoint_path, vocab_file)
 
     if export_type == "preprocessing":
         return export_bert_preprocessor(
