@@ -38,6 +38,36 @@ EXPECTED = {
 }
 
 
+def _fixture_copy(folder: str, target, **config_changes):
+    """A copy of a fixture folder's model.safetensors at `target` with its config.json changed
+    (a field set to None is removed); returns `target`."""
+    source = HEADS / folder
+    target.mkdir()
+    (target / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes())
+    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
+    for field, value in config_changes.items():
+        if value is None:
+            values.pop(field)
+        else:
+            values[field] = value
+    (target / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    return target
+
+
+# Tags as a Hugging Face NER model numbers them (not sorted).
+NER_TAGS = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+
+
+def _named_ner_copy(target):
+    """The token-classification fixture with NER_TAGS as its id2label and label2id."""
+    return _fixture_copy(
+        "token_classification",
+        target,
+        id2label=dict(enumerate(NER_TAGS)),
+        label2id={name: index for index, name in enumerate(NER_TAGS)},
+    )
+
+
 def _model_from(path, checkpoint_format, config_file):
     return load_model_with_available_heads(
         read_bert_config(str(config_file)),
@@ -174,12 +204,7 @@ def test_a_tagger_reads_a_token_classifiers_head(tmp_path):
     load_bert_weights(tagger, str(folder), require_heads=True)
     _assert_matches_pytorch(tagger, "token_classification")
 
-    bare = tmp_path / "no_architecture"
-    bare.mkdir()
-    save_file(load_file(folder / "model.safetensors"), str(bare / "model.safetensors"))
-    values = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    values.pop("architectures")
-    (bare / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    bare = _fixture_copy("token_classification", tmp_path / "no_architecture", architectures=None)
     model = _model_from(bare, "safetensors", bare / "config.json")
     _assert_kind(model, "token_classification")
     _assert_matches_pytorch(model, "token_classification")
@@ -231,19 +256,11 @@ def test_span_and_tagger_safetensors_omit_the_pooler_and_read_back(tmp_path):
 
 def test_hugging_face_label_names_are_kept(tmp_path):
     """A Hugging Face NER model's own id2label (B-PER, ...) is written back as it was."""
-    source = HEADS / "token_classification"
-    named = tmp_path / "named"
-    named.mkdir()
-    save_file(load_file(source / "model.safetensors"), str(named / "model.safetensors"))
-    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    values["id2label"] = dict(enumerate(names))
-    values["label2id"] = {name: index for index, name in enumerate(names)}
-    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    named = _named_ner_copy(tmp_path / "named")
     convert_checkpoint(str(named), str(tmp_path / "out"), "safetensors")
     config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"]
-    assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
+    assert config["id2label"] == {str(index): name for index, name in enumerate(NER_TAGS)}
 
 
 def test_training_starts_a_new_head_where_the_checkpoints_has_other_labels(caplog):
@@ -285,15 +302,7 @@ def test_a_converted_token_classifier_converts_again_as_one(tmp_path):
     HF config.json: converting it again reads the class and label names from config.json, so
     a token classifier stays one, with its labels, rather than becoming a sentence classifier
     with a random pooler."""
-    source = HEADS / "token_classification"
-    named = tmp_path / "named"
-    named.mkdir()
-    save_file(load_file(source / "model.safetensors"), str(named / "model.safetensors"))
-    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    values["id2label"] = dict(enumerate(names))
-    values["label2id"] = {name: index for index, name in enumerate(names)}
-    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    named = _named_ner_copy(tmp_path / "named")
     once = tmp_path / "once"
     convert_checkpoint(str(named), str(once), "safetensors")
     assert (once / "bert_config.json").exists()
@@ -308,21 +317,19 @@ def test_a_converted_token_classifier_converts_again_as_one(tmp_path):
         _assert_matches_pytorch(model, "token_classification")
     config = json.loads((tmp_path / "again_safetensors" / "config.json").read_text("utf-8"))
     assert config["architectures"] == ["BertForTokenClassification"]
-    assert config["id2label"] == {str(index): name for index, name in enumerate(names)}
+    assert config["id2label"] == {str(index): name for index, name in enumerate(NER_TAGS)}
 
 
 def test_repeated_hugging_face_label_names_give_the_generic_ones(tmp_path):
     """An id2label that names a label twice (label2id cannot hold it) is not taken, as a run's
     labels.txt of repeated names is not: the conversion writes transformers' generic names
     rather than failing after the weights are written."""
-    source = HEADS / "sequence_classification"
-    repeated = tmp_path / "repeated"
-    repeated.mkdir()
-    save_file(load_file(source / "model.safetensors"), str(repeated / "model.safetensors"))
-    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    values["id2label"] = {"0": "entailment", "1": "neutral", "2": "neutral"}
-    values["label2id"] = {"entailment": 0, "neutral": 2}
-    (repeated / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    repeated = _fixture_copy(
+        "sequence_classification",
+        tmp_path / "repeated",
+        id2label={"0": "entailment", "1": "neutral", "2": "neutral"},
+        label2id={"entailment": 0, "neutral": 2},
+    )
     convert_checkpoint(str(repeated), str(tmp_path / "out"), "safetensors")
     config = json.loads((tmp_path / "out" / "config.json").read_text(encoding="utf-8"))
     assert config["id2label"] == {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}
@@ -559,14 +566,7 @@ def test_a_heads_labels_are_matched_to_the_tasks_by_name(tmp_path, caplog):
     from official_bert.tasks.finetuning import initialize_weights
 
     source = HEADS / "token_classification"
-    named = tmp_path / "named"
-    named.mkdir()
-    (named / "model.safetensors").write_bytes((source / "model.safetensors").read_bytes())
-    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    names = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
-    values["id2label"] = dict(enumerate(names))
-    values["label2id"] = {name: index for index, name in enumerate(names)}
-    (named / "config.json").write_text(json.dumps(values), encoding="utf-8")
+    named = _named_ner_copy(tmp_path / "named")
     config = read_bert_config(str(named / "config.json"))
 
     def tagger():
@@ -580,11 +580,11 @@ def test_a_heads_labels_are_matched_to_the_tasks_by_name(tmp_path, caplog):
         "input_mask": reference["input_mask"],
         "input_type_ids": reference["token_type_ids"],
     }
-    task_tags = sorted(names)  # B-LOC, B-PER, I-LOC, I-PER, O
+    task_tags = sorted(NER_TAGS)  # B-LOC, B-PER, I-LOC, I-PER, O
     options = SimpleNamespace(init_checkpoint=str(named), hub_module_handle=None, do_train=False)
     model = tagger()
     initialize_weights(model, options, labels=task_tags)
-    expected = reference["logits"][..., [names.index(tag) for tag in task_tags]]
+    expected = reference["logits"][..., [NER_TAGS.index(tag) for tag in task_tags]]
     np.testing.assert_allclose(model(inputs), expected, atol=2e-5)
 
     other_tags = ["B-ORG", "B-PER", "I-ORG", "I-PER", "O"]
