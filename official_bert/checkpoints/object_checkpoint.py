@@ -16,7 +16,7 @@ from absl import logging
 from official_bert.checkpoints.original_tf1 import resolve_checkpoint_prefix, write_checkpoint_state
 from official_bert.checkpoints.variable_table import SIZED_HEAD_PARTS, CheckpointMismatchError
 
-_HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span", "tagger")
+_HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span", "tagger", "multiple_choice")
 
 
 def write_object_checkpoint(model, prefix: str) -> str:

@@ -24,7 +24,8 @@ class WeightEntry:
     transpose: True when the original stores the transpose of our kernel ("output_weights" of the
       heads are [num_classes, hidden] where a Keras Dense kernel is [hidden, num_classes]).
     part: which piece of a model it belongs to: "encoder", "pooler" (the encoder's [CLS]
-      dense layer), "masked_lm", "next_sentence", "classifier", "span" or "tagger".
+      dense layer), "masked_lm", "next_sentence", "classifier", "span", "tagger" or
+      "multiple_choice".
     """
 
     tf1_name: str
@@ -158,6 +159,7 @@ def model_entries(model) -> list[WeightEntry]:
     from official_bert.models import (
         BertClassifier,
         BertEncoder,
+        BertMultipleChoice,
         BertPretrainer,
         BertSpanLabeler,
         BertTokenTagger,
@@ -198,6 +200,11 @@ def model_entries(model) -> list[WeightEntry]:
         entries += _output_weights(
             "cls/tagger/", model.tagger.dense, hidden, model.num_tags, "tagger"
         )
+    elif isinstance(model, BertMultipleChoice):
+        # No original script either: one score per choice, under names of the same pattern.
+        entries += _output_weights(
+            "cls/multiple_choice/", model.multiple_choice.dense, hidden, 1, "multiple_choice"
+        )
     else:
         raise TypeError(f"no weight table for {type(model).__name__}")
     return entries
@@ -205,7 +212,7 @@ def model_entries(model) -> list[WeightEntry]:
 
 # === Matching a checkpoint against a model ===
 # The parts a model may start without (fine-tuning starts from a checkpoint without them).
-HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span", "tagger")
+HEAD_PARTS = ("masked_lm", "next_sentence", "classifier", "span", "tagger", "multiple_choice")
 # The parts of a bare encoder: what every checkpoint of a BERT holds, but for the pooler.
 ENCODER_PARTS = ("encoder", "pooler")
 # Heads whose number of outputs is the model's choice (labels, tags): a checkpoint's own size
@@ -247,11 +254,16 @@ def skippable_parts(
 def uses_pooler(model) -> bool:
     """Whether `model`'s outputs depend on the pooler: a bare encoder (its pooled_output), a
     sentence classifier, a pre-training model with the next-sentence head."""
-    from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
+    from official_bert.models import (
+        BertClassifier,
+        BertEncoder,
+        BertMultipleChoice,
+        BertPretrainer,
+    )
 
     if isinstance(model, BertPretrainer):
         return model.next_sentence is not None
-    return isinstance(model, (BertEncoder, BertClassifier))
+    return isinstance(model, (BertEncoder, BertClassifier, BertMultipleChoice))
 
 
 def log_kept_initializations(parts: set[str], model, source: str) -> None:
