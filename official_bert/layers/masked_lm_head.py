@@ -7,6 +7,7 @@ from keras import ops
 from official_bert.activations import canonical_activation_name, get_activation
 from official_bert.kernels.folded_dense import dense_layer
 from official_bert.layers.initializers import bert_initializer
+from official_bert.layers.position_gather import gather_positions
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
@@ -74,9 +75,7 @@ class MaskedLMHead(keras.layers.Layer):
     def call(self, sequence_output, masked_positions=None):
         gathered = sequence_output
         if masked_positions is not None:
-            gathered = ops.take_along_axis(
-                sequence_output, ops.cast(masked_positions, "int32")[:, :, None], axis=1
-            )
+            gathered = gather_positions(sequence_output, masked_positions)
         hidden = self.transform_layer_norm(self.transform_dense(gathered))
         table = ops.cast(self.token_embedding.embeddings, hidden.dtype)
         # hidden @ table^T as one 2-D MatMul with transpose_b: the gradient for the [vocab,

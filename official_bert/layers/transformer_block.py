@@ -1,7 +1,6 @@
 """TransformerBlock: one post-LayerNorm BERT encoder layer."""
 
 import keras
-from keras import ops
 
 from official_bert.activations import canonical_activation_name, get_activation
 from official_bert.kernels.batched_matmul_attention import BatchedMatmulAttention
@@ -9,6 +8,7 @@ from official_bert.kernels.folded_dense import dense_layer
 from official_bert.kernels.packed_bits_dropout import dropout_layer
 from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.layers.initializers import bert_initializer
+from official_bert.layers.position_gather import gather_positions
 from official_bert.layers.self_attention import SelfAttention
 
 
@@ -115,9 +115,7 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, inputs, attention_mask=None, training=None, query_positions=None):
         queries = inputs
         if query_positions is not None:
-            queries = ops.take_along_axis(
-                inputs, ops.cast(query_positions, "int32")[:, :, None], axis=1
-            )
+            queries = gather_positions(inputs, query_positions)
         attention_output = self.attention(
             queries, inputs, attention_mask=attention_mask, training=training
         )

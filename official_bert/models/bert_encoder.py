@@ -164,19 +164,7 @@ class BertEncoder(keras.Model):
         word_ids = inputs["input_word_ids"]
         input_mask = inputs["input_mask"]
         embedding_output = self.embeddings(word_ids, inputs["input_type_ids"], training=training)
-        # As the original's create_attention_mask_from_input_mask: every query position may
-        # attend to every real (unpadded) key position. [batch, seq, seq] bool.
-        key_mask = ops.cast(input_mask, "bool")[:, None, :]
-        seq_length = ops.shape(word_ids)[1]
-        attention_mask = ops.broadcast_to(
-            key_mask, (ops.shape(word_ids)[0], seq_length, seq_length)
-        )
-        if self.causal:
-            # Left-to-right: query position i sees key positions j <= i only.
-            positions = ops.arange(seq_length)
-            attention_mask = ops.logical_and(
-                attention_mask, positions[None, :, None] >= positions[None, None, :]
-            )
+        attention_mask = self._attention_mask(input_mask)
         hidden = embedding_output
         encoder_outputs = []
         *lower_blocks, last_block = self.transformer_layers
@@ -193,9 +181,7 @@ class BertEncoder(keras.Model):
             query_positions = ops.concatenate([cls, output_positions], axis=1)
             last_hidden = last_block(
                 hidden,
-                attention_mask=ops.take_along_axis(
-                    attention_mask, query_positions[:, :, None], axis=1
-                ),
+                attention_mask=self._attention_mask(input_mask, query_positions),
                 training=training,
                 query_positions=query_positions,
             )
@@ -208,6 +194,32 @@ class BertEncoder(keras.Model):
             "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output,
         }
+
+    def _attention_mask(self, input_mask, query_positions=None):
+        """Which keys each query may attend to, as the original's
+        create_attention_mask_from_input_mask: every real (unpadded) key position, and with
+        `causal` only those not after the query. bool [batch, queries, seq_length].
+
+        input_mask: int [batch, seq_length]. query_positions: int32 [batch, queries], the
+        positions of the queries (default: every position). Made for the queries rather than
+        gathered from the whole mask: a gather of a bool tensor runs through a Transpose, which
+        TensorFlow's oneDNN build logs as a false "DT_BOOL only on platforms with AVX-512"
+        error.
+        """
+        key_mask = ops.cast(input_mask, "bool")[:, None, :]
+        seq_length = ops.shape(input_mask)[1]
+        if query_positions is None:
+            query_positions = ops.arange(seq_length)[None, :]
+        queries = ops.shape(query_positions)[1]
+        attention_mask = ops.broadcast_to(key_mask, (ops.shape(input_mask)[0], queries, seq_length))
+        if self.causal:
+            # Left-to-right: the query at position i sees key positions j <= i only.
+            attention_mask = ops.logical_and(
+                attention_mask,
+                ops.cast(query_positions, "int32")[:, :, None]
+                >= ops.arange(seq_length, dtype="int32")[None, None, :],
+            )
+        return attention_mask
 
     def dummy_inputs(self, batch_size: int = 1, seq_length: int = 8) -> dict:
         """All-[0] int32 inputs of the given size, e.g. to build the model."""

@@ -5,6 +5,7 @@ import re
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official_bert.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
 from tests.conftest import random_inputs, tiny_encoder_kwargs
@@ -248,3 +249,65 @@ def test_classifiers_built_with_fast_kernels_run_the_last_layer_at_cls_only(kind
             and op.type in ("MatMul", "BatchMatMulV2")
         ]
         assert shapes and all(np.prod(shape[:-1]) == 4 * rows for shape in shapes), shapes
+
+
+def _encoder_and_pretrainer(causal):
+    encoder = BertEncoder(**tiny_encoder_kwargs(), causal=causal)
+    model = BertPretrainer(
+        encoder,
+        use_next_sentence_label=not causal,
+        objective="ltr" if causal else "mlm",
+        last_layer_at_predictions_only=not causal,
+    )
+    positions = np.array([[3, 5], [1, 13], [15, 4]], np.int32)
+
+    def loss(inputs):
+        total = 0.0
+        if not causal:
+            outputs = model(dict(inputs, masked_lm_positions=positions), training=True)
+            total += tf.reduce_sum(outputs["mlm_logits"])
+            total += tf.reduce_sum(outputs["next_sentence_logits"])
+        outputs = encoder(inputs, training=True, output_positions=positions)
+        return total + tf.reduce_sum(outputs["sequence_output"])
+
+    return model, loss
+
+
+def _classifier_on_fast_kernels(_):
+    from official_bert.kernels.switch import fast_kernels
+
+    with fast_kernels(True):
+        model = BertClassifier(BertEncoder(**tiny_encoder_kwargs()), num_classes=2)
+    return model, lambda inputs: tf.reduce_sum(model(inputs, training=True))
+
+
+@pytest.mark.parametrize(
+    "make, causal",
+    [
+        (_encoder_and_pretrainer, False),
+        (_encoder_and_pretrainer, True),
+        (_classifier_on_fast_kernels, False),
+    ],
+    ids=["masked_lm", "causal_encoder", "classifier_fast_kernels"],
+)
+def test_no_transpose_of_an_integer_or_bool_tensor_in_a_training_step(make, causal):
+    """TensorFlow's oneDNN build logs a false "DT_INT64 / DT_BOOL only on platforms with
+    AVX-512" error for a Transpose of an integer or bool tensor: the gathers at positions and
+    the attention masks (also those of output_positions, forward and backward) make none."""
+    model, loss = make(causal)
+    model.build()
+    inputs = random_inputs(batch=3, seq=16)
+
+    @tf.function
+    def step(inputs):
+        with tf.GradientTape() as tape:
+            value = loss(inputs)
+        return tape.gradient(value, model.trainable_variables)
+
+    graph = step.get_concrete_function(inputs).graph
+    transposed = [
+        (op.name, op.inputs[0].dtype.name)
+        for op in graph.get_operations()
+        if op.type == "Transpose" and not op.inputs[0].dtype.is_floating
+    ]
+    assert transposed == [], transposed
