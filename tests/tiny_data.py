@@ -211,3 +211,75 @@ def write_tiny_multi_label_task(directory, seed: int = 0, counts=(96, 48, 24)) -
             rng.shuffle(words)
             lines.append(f"{' '.join(words)}\t{','.join(chosen)}")
         (directory / f"{split}.tsv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def tiny_multiple_choice_questions(count: int, rng: np.random.Generator, max_choices: int = 4):
+    """(context, question, candidates, answer index) of `count` questions: the context is four
+    filler words and a sentiment word, shuffled; the question "it was"; the right candidate is a
+    word of the context's sentiment, the others (1 to max_choices - 1, random) filler words.
+    (Distractors of the other sentiment would leave a tiny model from random weights no signal
+    to start from: which sentiment is right alternates, so a candidate's word alone says
+    nothing.)"""
+    questions = []
+    for index in range(count):
+        same = (NEGATIVE, POSITIVE)[index % 2]
+        words = list(rng.choice(FILLER, size=4)) + [str(rng.choice(same))]
+        rng.shuffle(words)
+        choices = [str(word) for word in rng.choice(FILLER, size=rng.integers(1, max_choices))]
+        answer = int(rng.integers(0, len(choices) + 1))
+        choices.insert(answer, str(rng.choice(same)))
+        questions.append((" ".join(words), "it was", choices, answer))
+    return questions
+
+
+def write_tiny_multiple_choice_task(directory, layout="swag", seed=0, counts=(256, 64, 16)):
+    """Writes a tiny multiple-choice task (tiny_multiple_choice_questions) in SWAG's layout
+    (train.csv, val.csv, test.csv: always 4 candidates; test.csv without labels) or C3's as CLUE
+    ships it (d-train.json and m-train.json halves, d-dev.json, m-dev.json, test1.1.json without
+    answers: 2 to 4 candidates). Returns {split: questions}."""
+    import csv
+    import io
+    import json
+
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for split, count in zip(("train", "dev", "test"), counts, strict=True):
+        questions = tiny_multiple_choice_questions(count, rng, 4)
+        if layout == "swag":
+            questions = [q for q in questions if len(q[2]) == 4] or questions[:0]
+            while len(questions) < count:
+                extra = tiny_multiple_choice_questions(count, rng, 4)
+                questions += [q for q in extra if len(q[2]) == 4][: count - len(questions)]
+            header = ["", "video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source"]
+            header += [f"ending{i}" for i in range(4)] + ([] if split == "test" else ["label"])
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(header)
+            for number, (context, question, choices, answer) in enumerate(questions):
+                row = [number, f"video{number}", number, f"{context} {question}", context]
+                row += [question, "gold", *choices] + ([] if split == "test" else [answer])
+                writer.writerow(row)
+            name = {"train": "train.csv", "dev": "val.csv", "test": "test.csv"}[split]
+            (directory / name).write_text(out.getvalue(), encoding="utf-8")
+        else:
+            documents = [
+                [
+                    [context],
+                    [{"question": question, "choice": choices, "answer": choices[answer]}],
+                    f"{split}-{n}",
+                ]
+                for n, (context, question, choices, answer) in enumerate(questions)
+            ]
+            if split == "test":
+                for document in documents:
+                    del document[1][0]["answer"]
+                (directory / "test1.1.json").write_text(json.dumps(documents), encoding="utf-8")
+            else:
+                half = len(documents) // 2
+                for prefix, part in (("d", documents[:half]), ("m", documents[half:])):
+                    (directory / f"{prefix}-{split}.json").write_text(
+                        json.dumps(part, ensure_ascii=False), encoding="utf-8"
+                    )
+        written[split] = questions
+    return written

@@ -64,8 +64,8 @@ class ClassifierOptions(FinetuningOptions):
 
     # === The original flags of one task ===
     task_name: str = option(
-        help="The task: a GLUE name, xnli, generic, conll or chinese_ner (msra_ner, "
-        "peoples_daily_ner)."
+        help="The task: a GLUE name, xnli, generic, conll, chinese_ner (msra_ner, "
+        "peoples_daily_ner), or the multiple-choice swag or c3."
     )
     data_dir: str = option(help="The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
     # === TF2 flags ===

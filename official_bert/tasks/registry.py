@@ -1,7 +1,7 @@
 """Which Task runs a `--task_name`: one table for run_classifier.py's tasks.
 
 A task name names a data processor (data/classification/examples.py's registry: the GLUE tasks,
-xnli, generic, conll, chinese_ner, and any registered since); the processor's family (the class it derives
+xnli, generic, conll, chinese_ner, swag, c3, and any registered since); the processor's family (the class it derives
 from) decides the task. Adding a family of tasks is one entry here; adding a task of an existing
 family is one registered processor (docs/adding_a_task.md).
 """
@@ -9,6 +9,7 @@ family is one registered processor (docs/adding_a_task.md).
 from __future__ import annotations
 
 from official_bert.data.classification.examples import DataProcessor, get_processor
+from official_bert.data.multiple_choice.examples import MultipleChoiceProcessor
 from official_bert.data.tagging.examples import TaggingProcessor
 from official_bert.tasks.classification import (
     ClassificationTask,
@@ -17,6 +18,7 @@ from official_bert.tasks.classification import (
 )
 from official_bert.tasks.driver import run_task
 from official_bert.tasks.multi_label_classification import MultiLabelClassificationTask
+from official_bert.tasks.multiple_choice import MultipleChoiceTask
 from official_bert.tasks.tagging import TaggingTask
 from official_bert.tasks.task import Task
 
@@ -24,6 +26,7 @@ from official_bert.tasks.task import Task
 TASKS_BY_PROCESSOR_FAMILY: dict[type, type[ClassificationTask]] = {
     DataProcessor: ClassificationTask,
     TaggingProcessor: TaggingTask,
+    MultipleChoiceProcessor: MultipleChoiceTask,
 }
 
 

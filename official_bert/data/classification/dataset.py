@@ -1,11 +1,13 @@
-"""tf.data input of classification TFRecords (the original run_classifier.py features) and of
-token tagging TFRecords (data/tagging/features.py)."""
+"""tf.data input of classification TFRecords (the original run_classifier.py features), of
+token tagging TFRecords (data/tagging/features.py) and of multiple-choice TFRecords
+(data/multiple_choice/features.py)."""
 
 from __future__ import annotations
 
 import tensorflow as tf
 
 from official_bert.data.classification.features import classifier_feature_spec
+from official_bert.data.multiple_choice.features import multiple_choice_feature_spec
 from official_bert.data.record_batches import batched_records, trimmed_length
 from official_bert.data.record_files import first_record
 from official_bert.data.tagging.features import tagging_feature_spec
@@ -23,9 +25,11 @@ _TAGGING_NAMES = ("label_weights", "sentence_index")
 
 
 def inspect_classifier_file(path: str) -> dict:
-    """{"max_seq_length", "is_regression", "is_tagging", "label_width", "is_windowed"} of a
-    classification or tagging TFRecord file, from its first record; a file of another kind
-    raises ValueError naming the missing features."""
+    """{"max_seq_length", "is_regression", "is_tagging", "label_width", "is_windowed",
+    "num_choices"} of a classification, tagging or multiple-choice TFRecord file, from its first
+    record (num_choices 0 but for multiple-choice records, whose max_seq_length is that of one
+    candidate's sequence); a file of another kind raises ValueError naming the missing
+    features."""
     features = tf.train.Example.FromString(first_record(path)).features.feature
     missing = [name for name in _MODEL_NAMES if name not in features]
     if missing:
@@ -35,13 +39,15 @@ def inspect_classifier_file(path: str) -> dict:
         )
     is_tagging = all(name in features for name in _TAGGING_NAMES)
     label_ids = features["label_ids"]
+    num_choices = len(features["choice_mask"].int64_list.value) if "choice_mask" in features else 0
     return {
-        "max_seq_length": len(features["input_ids"].int64_list.value),
+        "max_seq_length": len(features["input_ids"].int64_list.value) // max(num_choices, 1),
         "is_regression": bool(label_ids.float_list.value),
         "is_tagging": is_tagging,
         # Classification: 1, or num_labels for multi-hot (multi-label) records.
         "label_width": len(label_ids.int64_list.value or label_ids.float_list.value),
         "is_windowed": "example_index" in features,
+        "num_choices": num_choices,
     }
 
 
@@ -74,6 +80,8 @@ def classifier_dataset(
     is_real_example ([batch] float32, a weight), and for the windows of long documents
     example_index ([batch] int32). Tagging records: label_ids int32 and label_weights float32
     [batch, max_seq_length] (trimmed as the inputs), sentence_index int32 [batch].
+    Multiple-choice records: the inputs int32 [batch, num_choices, max_seq_length] (trimmed on
+    the last axis), choice_mask int32 [batch, num_choices].
 
     `vocab_size` (the model's): batches with input_word_ids not below it fail, naming the file.
 
@@ -88,8 +96,11 @@ def classifier_dataset(
             f"--max_seq_length={max_seq_length}; delete it to have it rewritten, or pass "
             f"--max_seq_length={info['max_seq_length']}"
         )
+    num_choices = info["num_choices"]
     if info["is_tagging"]:
         spec = tagging_feature_spec(max_seq_length)
+    elif num_choices:
+        spec = multiple_choice_feature_spec(max_seq_length, num_choices)
     else:
         spec = classifier_feature_spec(
             max_seq_length, info["is_regression"], info["label_width"], info["is_windowed"]
@@ -102,15 +113,23 @@ def classifier_dataset(
 
     def parse(records):
         parsed = tf.io.parse_example(records, spec)
-        if trim_padding:
-            length = trimmed_length(parsed["input_mask"], max_seq_length)
+        if num_choices:  # each candidate's sequence a row of its own: [batch, choices, seq]
             parsed = {
-                name: value[:, :length] if name in per_token else value
+                name: tf.reshape(value, [-1, num_choices, max_seq_length])
+                if name in per_token
+                else value
+                for name, value in parsed.items()
+            }
+        if trim_padding:
+            mask = parsed["input_mask"]
+            length = trimmed_length(tf.reshape(mask, [-1, max_seq_length]), max_seq_length)
+            parsed = {
+                name: value[..., :length] if name in per_token else value
                 for name, value in parsed.items()
             }
         batch = {}
         for name, value in parsed.items():
-            if value.shape[-1] == 1:  # label_ids of classification, is_real_example, ...
+            if value.shape[-1] == 1 and name != "choice_mask":  # label_ids, is_real_example
                 value = tf.squeeze(value, -1)
             if name == "is_real_example":
                 value = tf.cast(value, tf.float32)

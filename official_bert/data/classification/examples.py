@@ -2,7 +2,7 @@
 
 Importing this module registers the built-in tasks (the GLUE tasks, XNLI and generic from
 `glue_processors.py`, conll from `data/tagging/examples.py`, chinese_ner and its aliases
-from `data/tagging/character_ner.py`). The processor base and the registry
+from `data/tagging/character_ner.py`, swag and c3 from `data/multiple_choice/examples.py`). The processor base and the registry
 are in `data_processor.py`, which the task modules import; their names are also importable from
 here, where callers have always found them.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 import official_bert.data.classification.glue_processors  # noqa: F401  (registers the GLUE tasks)
+import official_bert.data.multiple_choice.examples  # noqa: F401  (registers swag, c3)
 import official_bert.data.tagging.character_ner  # noqa: F401  (registers chinese_ner, msra_ner)
 import official_bert.data.tagging.examples  # noqa: F401  (registers conll)
 from official_bert.data.classification.data_processor import (
@@ -45,8 +46,8 @@ def processor_names() -> list[str]:
 
 
 def get_processor(task_name: str, data_dir: str, **kwargs):
-    """The processor of `task_name` (case-insensitive) reading `data_dir`: a DataProcessor, or a
-    TaggingProcessor for a token tagging task.
+    """The processor of `task_name` (case-insensitive) reading `data_dir`: a DataProcessor, a
+    TaggingProcessor for a token tagging task or a MultipleChoiceProcessor.
 
     Keyword arguments go to the processor (e.g. the generic task's column settings).
     """

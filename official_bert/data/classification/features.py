@@ -68,7 +68,7 @@ def classifier_feature_spec(
 _PACKING_FUNCTIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _packing_function(packer: BertInputPacker, pairs: bool):
+def packing_function(packer: BertInputPacker, pairs: bool):
     """`packer` as a tf.function of string vectors [batch]: (text_a, text_b) or (text_a,)."""
     functions = _PACKING_FUNCTIONS.setdefault(packer, {})
     if pairs not in functions:
@@ -103,7 +103,7 @@ def encode_classifier_examples(
     if len(has_pairs) > 1:
         raise ValueError("examples mix single texts and pairs; a task must use one or the other")
     pairs = has_pairs == {True}
-    pack = _packing_function(packer, pairs)
+    pack = packing_function(packer, pairs)
     columns = {"input_ids": [], "input_mask": [], "segment_ids": []}
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
@@ -258,9 +258,10 @@ def prepare_classifier_records(
     for the same data file, vocabulary, casing, max_seq_length, task settings and padding.
 
     `max_examples` > 0 keeps only the first examples of the split (a fixed subset).
-    `encode_examples(examples, packer, labels)` makes the arrays: encode_classifier_examples, or
+    `encode_examples(examples, packer, labels)` makes the arrays: encode_classifier_examples,
     tagging_features.encode_tagged_sentences for a TaggingProcessor (whose sentences may take
-    several records each: `num_real_examples` counts records, not sentences). With
+    several records each: `num_real_examples` counts records, not sentences), or
+    encode_multiple_choice_examples for a MultipleChoiceProcessor (a record per question). With
     `doc_stride`, long examples become windows: encode_examples is called with
     doc_stride=doc_stride (encode_classifier_windows for classification) and the counts are of
     windows.
