@@ -33,18 +33,20 @@ def load_model_with_available_heads(
 ):
     """The richest of our models that the checkpoint fills completely: BertPretrainer with MLM
     and next-sentence heads or with the MLM head only; a fine-tuned BertClassifier,
-    BertSpanLabeler or BertTokenTagger (with the checkpoint's own number of labels or tags);
-    else a bare BertEncoder.
+    BertSpanLabeler, BertTokenTagger (with the checkpoint's own number of labels or tags) or
+    BertMultipleChoice; else a bare BertEncoder.
 
-    architectures: the Hugging Face classes the input's config.json names; a
-      BertForTokenClassification's head is named as a sentence classifier's ("classifier"),
-      so it is tried as the tagger first; the head of a class none of our models is (such as
-      BertForMultipleChoice, or BertLMHeadModel, whose causal LM head is named as the MLM
-      head) is not read: the encoder alone.
+    architectures: the Hugging Face classes the input's config.json names; the heads of a
+      BertForTokenClassification and a BertForMultipleChoice are named as a sentence
+      classifier's ("classifier"), so the one named is tried first (unnamed, a [1, hidden]
+      head with a pooler is a 1-output sentence classifier's, a regressor's); the head of a
+      class none of our models is (such as BertLMHeadModel, whose causal LM head is named as
+      the MLM head) is not read: the encoder alone.
     """
     from official_bert.models import (
         BertClassifier,
         BertEncoder,
+        BertMultipleChoice,
         BertPretrainer,
         BertSpanLabeler,
         BertTokenTagger,
@@ -55,20 +57,35 @@ def load_model_with_available_heads(
     # loading assigns every encoder weight again.
     encoder = BertEncoder.from_bert_config(config)
     encoder.build()
+    # (the Hugging Face class, the sized part, the model of a size)
     candidates = [
-        (None, lambda _: BertPretrainer(encoder, use_next_sentence_label=True)),
-        (None, lambda _: BertPretrainer(encoder, use_next_sentence_label=False)),
-        ("classifier", lambda size: BertClassifier(encoder, num_classes=size)),
-        (None, lambda _: BertSpanLabeler(encoder)),
-        ("tagger", lambda size: BertTokenTagger(encoder, num_tags=size)),
+        (
+            "BertForPreTraining",
+            None,
+            lambda _: BertPretrainer(encoder, use_next_sentence_label=True),
+        ),
+        ("BertForMaskedLM", None, lambda _: BertPretrainer(encoder, use_next_sentence_label=False)),
+        (
+            "BertForSequenceClassification",
+            "classifier",
+            lambda size: BertClassifier(encoder, num_classes=size),
+        ),
+        ("BertForQuestionAnswering", None, lambda _: BertSpanLabeler(encoder)),
+        (
+            "BertForTokenClassification",
+            "tagger",
+            lambda size: BertTokenTagger(encoder, num_tags=size),
+        ),
+        ("BertForMultipleChoice", None, lambda _: BertMultipleChoice(encoder)),
     ]
-    if "BertForTokenClassification" in architectures:
-        candidates.insert(2, candidates.pop())
+    # A token classifier's and a multiple-choice model's heads are named as a sentence
+    # classifier's: the class config.json names is tried first.
+    named_first = {"BertForTokenClassification", "BertForMultipleChoice"} & set(architectures)
+    candidates.sort(key=lambda candidate: candidate[0] not in named_first)
     others = [name for name in architectures if name not in safetensors_bert.HF_CLASSES]
     if others:
         # A head of another kind would be read as one of ours that computes something else
-        # from it (a multiple-choice head as a 1-output classifier's, BertLMHeadModel's causal
-        # LM head as the MLM head): the encoder only.
+        # from it (BertLMHeadModel's causal LM head as the MLM head): the encoder only.
         logging.warning(
             "%s is a Hugging Face %s, which none of this project's models is: its head is not "
             "converted",
@@ -76,7 +93,7 @@ def load_model_with_available_heads(
             ", ".join(others),
         )
         candidates = []
-    for sized_part, make_model in candidates:
+    for _, sized_part, make_model in candidates:
         size = 2  # a first guess; a checkpoint's head of another size says its own
         for _ in range(2):
             model = make_model(size)
@@ -104,12 +121,13 @@ def convert_checkpoint(
     """Converts `input_checkpoint` into `output_dir` in `output_format`.
 
     Writes the weights (heads included when the input has them: pre-training heads, or a
-    fine-tuned classifier's, SQuAD span head or token tagger, see
+    fine-tuned classifier's, SQuAD span head, token tagger or multiple-choice head, see
     load_model_with_available_heads), `bert_config.json` (and for safetensors also the HF
     `config.json` of the matching class, e.g. BertForSequenceClassification with its number of
     labels) and, when a vocab is known, `vocab.txt`; for keras_hub, a keras-hub BertBackbone
     preset instead (its config.json, tokenizer.json with the input's casing and the vocabulary
-    as an asset; no heads). Returns the path of the written weights.
+    as an asset; a classifier's head as a BertTextClassifier task, no other heads). Returns the
+    path of the written weights.
     """
     input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
     bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
@@ -239,8 +257,8 @@ def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpo
         )
     else:
         for part in _heads(model):
-            # keras-hub has no BERT task for a span or tag head; pre-training heads are
-            # dropped quietly, as a backbone preset of keras-hub's own holds none either.
+            # keras-hub has no BERT task for a span, tag or multiple-choice head; pre-training
+            # heads are dropped quietly, as a backbone preset of keras-hub's own holds none.
             log = logging.info if part in ("masked_lm", "next_sentence") else logging.warning
             log(
                 "%s: the %s head is not written (keras-hub has no BERT task for it)",

@@ -39,11 +39,9 @@ _NAME_TABLE = [
     (r"^qa_outputs/kernel$", "cls/squad/output_weights"),
     (r"^qa_outputs/bias$", "cls/squad/output_bias"),
 ]
-# TFBertForTokenClassification calls its head "classifier" too: a tagger reads it under its names.
-_TAGGER_NAMES = {
-    "output_weights": "cls/tagger/output_weights",
-    "output_bias": "cls/tagger/output_bias",
-}
+# TFBertForTokenClassification and TFBertForMultipleChoice call their heads "classifier" too: a
+# tagger or a multiple-choice model reads it under its own names (cls/<part>/output_weights, ...).
+_PARTS_NAMED_AS_CLASSIFIER = ("tagger", "multiple_choice")
 # Heads whose original variable is [out, in] where transformers' Dense kernel is [in, out].
 _TRANSPOSED = {"cls/seq_relationship/output_weights", "output_weights", "cls/squad/output_weights"}
 
@@ -100,6 +98,10 @@ def read_h5_checkpoint(path: str, model, require_heads: bool = False) -> int:
     loaded."""
     path = h5_weights_path(path)
     arrays = load_h5_arrays(path)
-    if any(entry.part == "tagger" for entry in model_entries(model)):
-        arrays = {_TAGGER_NAMES.get(name, name): value for name, value in arrays.items()}
+    parts = {entry.part for entry in model_entries(model)}
+    for part in parts.intersection(_PARTS_NAMED_AS_CLASSIFIER):
+        arrays = {
+            f"cls/{part}/{name}" if name in ("output_weights", "output_bias") else name: value
+            for name, value in arrays.items()
+        }
     return load_tf1_named_arrays(arrays, model, f"TensorFlow 2 HDF5 weights {path}", require_heads)

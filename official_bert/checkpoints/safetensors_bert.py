@@ -36,9 +36,10 @@ _NAME_TABLE = [
     (r"^cls/squad/output_bias$", "qa_outputs.bias"),
     (r"^output_weights$", "classifier.weight"),
     (r"^output_bias$", "classifier.bias"),
-    # BertForTokenClassification calls its head "classifier" too (a model has one or the other).
-    (r"^cls/tagger/output_weights$", "classifier.weight"),
-    (r"^cls/tagger/output_bias$", "classifier.bias"),
+    # BertForTokenClassification and BertForMultipleChoice call their heads "classifier" too (a
+    # model has one head or another).
+    (r"^cls/(tagger|multiple_choice)/output_weights$", "classifier.weight"),
+    (r"^cls/(tagger|multiple_choice)/output_bias$", "classifier.bias"),
     (r"^cls/seq_relationship/output_weights$", "cls.seq_relationship.weight"),
     (r"^cls/seq_relationship/output_bias$", "cls.seq_relationship.bias"),
     (r"^bert/", ""),
@@ -309,7 +310,8 @@ def write_safetensors_checkpoint(model, path: str) -> str:
     A bare encoder is written as HF `BertModel` (no prefix); a model with heads with the
     `bert.` prefix on the encoder, as the matching HF class (`hf_architecture`) holds them: the
     span labeler, token tagger and a pre-training model without the next-sentence head are
-    written without the pooler, which their HF classes do not have. Written atomically.
+    written without the pooler, which their HF classes do not have (a sentence classifier and
+    a multiple-choice model, with it). Written atomically.
     """
     from official_bert.models import BertEncoder
 
@@ -339,16 +341,19 @@ HF_CLASSES = (
     "BertForSequenceClassification",
     "BertForQuestionAnswering",
     "BertForTokenClassification",
+    "BertForMultipleChoice",
 )
 
 
 def hf_architecture(model) -> tuple[str, int | None]:
     """The Hugging Face class whose weights `model` holds, and its number of labels (None for
     the models without labels): BertModel, BertForPreTraining, BertForMaskedLM,
-    BertForSequenceClassification, BertForQuestionAnswering or BertForTokenClassification."""
+    BertForSequenceClassification, BertForQuestionAnswering, BertForTokenClassification or
+    BertForMultipleChoice."""
     from official_bert.models import (
         BertClassifier,
         BertEncoder,
+        BertMultipleChoice,
         BertPretrainer,
         BertSpanLabeler,
         BertTokenTagger,
@@ -366,6 +371,8 @@ def hf_architecture(model) -> tuple[str, int | None]:
         return "BertForQuestionAnswering", None
     if isinstance(model, BertTokenTagger):
         return "BertForTokenClassification", model.num_tags
+    if isinstance(model, BertMultipleChoice):
+        return "BertForMultipleChoice", None
     raise TypeError(f"no Hugging Face class for {type(model).__name__}")
 
 

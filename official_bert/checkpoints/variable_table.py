@@ -150,11 +150,12 @@ def classifier_head_entries(head, hidden_size: int) -> list[WeightEntry]:
 
 def model_entries(model) -> list[WeightEntry]:
     """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler,
-    token tagger).
+    token tagger, multiple-choice model).
 
     The model must be built. Heads use the names of the original scripts: `cls/predictions/...`
     and `cls/seq_relationship/...` (run_pretraining.py), `output_weights`/`output_bias`
-    (run_classifier.py), `cls/squad/...` (run_squad.py); the tagger's are `cls/tagger/...`.
+    (run_classifier.py), `cls/squad/...` (run_squad.py); the tagger's are `cls/tagger/...`, the
+    multiple-choice model's `cls/multiple_choice/...`.
     """
     from official_bert.models import (
         BertClassifier,
@@ -218,13 +219,19 @@ ENCODER_PARTS = ("encoder", "pooler")
 # Heads whose number of outputs is the model's choice (labels, tags): a checkpoint's own size
 # is reported in CheckpointMismatchError.head_sizes, so that a converter can build its model.
 SIZED_HEAD_PARTS = ("classifier", "tagger")
+# The heads whose other size in a checkpoint head_sizes reports: the sized ones, and the
+# multiple-choice head, which Hugging Face files name as a sentence classifier's (a 3-label
+# classifier's file holds a 3-output head for it), so that training from such a file starts a
+# new head rather than failing.
+_SIZE_REPORTED_PARTS = (*SIZED_HEAD_PARTS, "multiple_choice")
 
 
 class CheckpointMismatchError(ValueError):
     """A checkpoint whose variables do not fit the model (missing, unexpected or mis-shaped).
 
     head_sizes: {part: the number of outputs the checkpoint's head has} for each head of
-      SIZED_HEAD_PARTS whose number of outputs alone differs from the model's.
+      SIZED_HEAD_PARTS (or the multiple-choice head) whose number of outputs alone differs from
+      the model's.
     """
 
     def __init__(self, message: str, head_sizes: dict[str, int] | None = None):
@@ -286,11 +293,11 @@ def log_kept_initializations(parts: set[str], model, source: str) -> None:
 
 def sized_head_mismatches(mis_shaped: list[tuple[WeightEntry, tuple]]) -> dict[str, int]:
     """{part: the checkpoint's number of outputs} from the (entry, checkpoint shape in the
-    original layout) pairs that differ, when the only difference of a sized head is its number
-    of outputs (its bias's length)."""
+    original layout) pairs that differ, when the only difference of a sized head (or the
+    multiple-choice head) is its number of outputs (its bias's length)."""
     sizes = {}
     for entry, shape in mis_shaped:
-        if entry.part in SIZED_HEAD_PARTS and entry.tf1_name.endswith("output_bias"):
+        if entry.part in _SIZE_REPORTED_PARTS and entry.tf1_name.endswith("output_bias"):
             sizes[entry.part] = int(shape[0])
     for entry, shape in mis_shaped:
         if entry.part in sizes and tuple(shape[1:]) != tuple(entry.tf1_shape[1:]):

@@ -1,7 +1,7 @@
-"""Fine-tuned heads (sentence classifier, SQuAD span, token tagger) are read from Hugging Face
-files, kept by convert_checkpoint in every layout, and written as the Hugging Face class that
-holds them. Reference: tests/fixtures/hf_finetuned_heads, written and computed by PyTorch
-transformers (tests/fixtures/make_hf_finetuned_heads.py)."""
+"""Fine-tuned heads (sentence classifier, SQuAD span, token tagger, multiple choice) are read
+from Hugging Face files, kept by convert_checkpoint in every layout, and written as the Hugging
+Face class that holds them. Reference: tests/fixtures/hf_finetuned_heads, written and computed
+by PyTorch transformers (tests/fixtures/make_hf_finetuned_heads.py)."""
 
 import json
 import logging
@@ -23,6 +23,7 @@ from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.models import (
     BertClassifier,
     BertEncoder,
+    BertMultipleChoice,
     BertPretrainer,
     BertSpanLabeler,
     BertTokenTagger,
@@ -35,6 +36,7 @@ EXPECTED = {
     "sequence_classification": (BertClassifier, 3),
     "question_answering": (BertSpanLabeler, None),
     "token_classification": (BertTokenTagger, 5),
+    "multiple_choice": (BertMultipleChoice, None),
 }
 
 
@@ -265,21 +267,23 @@ def test_hugging_face_label_names_are_kept(tmp_path):
 
 def test_training_starts_a_new_head_where_the_checkpoints_has_other_labels(caplog):
     """Fine-tuning a 2-label task from a 3-label classifier (or a 4-tag tagger from a 5-tag NER
-    model) starts from the encoder with a new head and says so; evaluating or predicting with
-    such a checkpoint, which would run its head, is refused."""
+    model, or a multiple-choice model from the 3-label classifier, whose head transformers names
+    as a multiple-choice head) starts from the encoder with a new head and says so; evaluating
+    or predicting with such a checkpoint, which would run its head, is refused."""
     from types import SimpleNamespace
 
     from official_bert.tasks.finetuning import initialize_weights
 
-    for folder, make_model in (
-        ("sequence_classification", lambda e: BertClassifier(e, num_classes=2)),
-        ("token_classification", lambda e: BertTokenTagger(e, num_tags=4)),
+    for folder, make_model, head_name in (
+        ("sequence_classification", lambda e: BertClassifier(e, num_classes=2), "classifier"),
+        ("token_classification", lambda e: BertTokenTagger(e, num_tags=4), "tagger"),
+        ("sequence_classification", BertMultipleChoice, "multiple_choice"),
     ):
         source = HEADS / folder
         config = read_bert_config(str(source / "config.json"))
         model = make_model(BertEncoder.from_bert_config(config))
         model.build()
-        head = model.classifier if isinstance(model, BertClassifier) else model.tagger
+        head = getattr(model, head_name)
         initial_head = head.dense.kernel.numpy().copy()
         options = SimpleNamespace(init_checkpoint=str(source), hub_module_handle=None)
         with pytest.raises(CheckpointMismatchError, match="model expects"):
@@ -426,25 +430,62 @@ def test_a_feature_based_run_is_read_back_with_its_head(tmp_path):
     np.testing.assert_array_equal(again(inputs), trained(inputs))
 
 
-def test_a_head_of_another_hugging_face_class_is_not_converted(tmp_path, caplog):
-    """A BertForMultipleChoice file (its `classifier` a [1, hidden] head scoring each choice)
-    is not taken for a 1-output sentence classifier: the encoder alone, with a warning."""
-    source = HEADS / "sequence_classification"
-    choice = tmp_path / "multiple_choice"
-    choice.mkdir()
-    tensors = load_file(source / "model.safetensors")
-    tensors["classifier.weight"] = tensors["classifier.weight"][:1]
-    tensors["classifier.bias"] = tensors["classifier.bias"][:1]
-    save_file(tensors, str(choice / "model.safetensors"))
-    values = json.loads((source / "config.json").read_text(encoding="utf-8"))
-    values["architectures"] = ["BertForMultipleChoice"]
-    for field in ("id2label", "label2id"):
-        values.pop(field)
-    (choice / "config.json").write_text(json.dumps(values), encoding="utf-8")
+def test_a_multiple_choice_head_is_told_from_a_regressors_by_the_class(tmp_path):
+    """BertForMultipleChoice names its head as a 1-label BertForSequenceClassification (a
+    regressor) does (`classifier` [1, hidden] on the pooled output): the class config.json names
+    decides. Named, the file fills a BertMultipleChoice, PyTorch's logits, also as a
+    fine-tuning run's --init_checkpoint; unnamed, it is read as a 1-output sentence classifier,
+    as before, which gives each (context, choice) row the same score."""
+    from official_bert.tasks.finetuning import load_init_checkpoint
+
+    folder = HEADS / "multiple_choice"
+    model = BertMultipleChoice(
+        BertEncoder.from_bert_config(read_bert_config(str(folder / "config.json")))
+    )
+    model.build()
+    load_init_checkpoint(model, str(folder))
+    _assert_matches_pytorch(model, "multiple_choice")
+
+    bare = _fixture_copy("multiple_choice", tmp_path / "no_architecture", architectures=None)
+    regressor = _model_from(bare, "safetensors", bare / "config.json")
+    assert type(regressor) is BertClassifier and regressor.num_classes == 1
+    reference = np.load(folder / "outputs.npz")
+    rows = {
+        name: reference[key].reshape(-1, reference[key].shape[-1])
+        for name, key in (
+            ("input_word_ids", "input_ids"),
+            ("input_mask", "input_mask"),
+            ("input_type_ids", "token_type_ids"),
+        )
+    }
+    np.testing.assert_allclose(regressor(rows), reference["logits"].reshape(-1, 1), atol=2e-5)
+
+
+def test_a_multiple_choice_model_is_written_to_keras_hub_as_its_encoder(tmp_path, caplog):
+    """keras-hub has no multiple-choice task: a keras_hub output is a BertBackbone preset of the
+    encoder (no task files), and a warning says that the head is not written."""
+    from official_bert.checkpoints.loading import find_bert_config
+
+    folder = HEADS / "multiple_choice"
+    # keras-hub's BertBackbone runs the tanh GELU only ("gelu_new" in a Hugging Face config).
+    tanh = _fixture_copy("multiple_choice", tmp_path / "tanh", hidden_act="gelu_new")
+    preset = tmp_path / "preset"
     with caplog.at_level(logging.WARNING):
-        model = _model_from(choice, "safetensors", choice / "config.json")
-    assert type(model) is BertEncoder
-    assert any("BertForMultipleChoice" in r.getMessage() for r in caplog.records)
+        convert_checkpoint(str(tanh), str(preset), "keras_hub")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("the multiple_choice head is not written" in message for message in warnings)
+    assert not (preset / "task.json").exists() and not (preset / "task.weights.h5").exists()
+    encoder = BertEncoder.from_bert_config(read_bert_config(find_bert_config(str(preset))))
+    encoder.build()
+    load_bert_weights(encoder, str(preset))
+    tensors = load_file(folder / "model.safetensors")
+    np.testing.assert_array_equal(
+        encoder.embeddings.word_embeddings.embeddings.numpy(),
+        tensors["bert.embeddings.word_embeddings.weight"],
+    )
+    np.testing.assert_array_equal(
+        encoder.pooler.kernel.numpy(), tensors["bert.pooler.dense.weight"].T
+    )
 
 
 def test_a_multi_label_run_converts_as_a_multi_label_classifier(tmp_path):

@@ -73,23 +73,24 @@ def test_files_that_are_not_its_weights_are_named(tmp_path):
         load_bert_weights(built_pretrainer(), str(keras3))
 
 
-def _token_classification_h5(directory):
-    """A TFBertForTokenClassification's tf_model.h5 (no pooler, a 5-tag `classifier` head) made
-    from the fixture's encoder; returns the head's kernel [hidden, 5] and bias."""
+def _classifier_head_h5(directory, architecture, model_name, outputs, with_pooler):
+    """The tf_model.h5 of a transformers TF 2 model whose head is a `classifier` Dense of
+    `outputs` outputs (TFBertForTokenClassification, TFBertForMultipleChoice, ...) made from
+    the fixture's encoder, with or without its pooler, and a config.json naming
+    `architecture`; returns the head's kernel [hidden, outputs] and bias."""
     import json
 
     import h5py
 
     directory.mkdir()
     config = json.loads((BERT_TF2 / "config.json").read_text(encoding="utf-8"))
-    config["architectures"] = ["BertForTokenClassification"]
+    config["architectures"] = [architecture]
     (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
     rng = np.random.default_rng(0)
     head = {
-        "kernel": rng.normal(size=(config["hidden_size"], 5)).astype(np.float32),
-        "bias": rng.normal(size=(5,)).astype(np.float32),
+        "kernel": rng.normal(size=(config["hidden_size"], outputs)).astype(np.float32),
+        "bias": rng.normal(size=(outputs,)).astype(np.float32),
     }
-    model_name = "tf_bert_for_token_classification"
     with (
         h5py.File(BERT_TF2 / "tf_model.h5", "r") as source,
         h5py.File(directory / "tf_model.h5", "w") as target,
@@ -100,7 +101,7 @@ def _token_classification_h5(directory):
         bert, names = target.create_group("bert"), []
         for weight in source["bert"].attrs["weight_names"]:
             weight = weight.decode() if isinstance(weight, bytes) else weight
-            if "/pooler/" not in weight:
+            if with_pooler or "/pooler/" not in weight:
                 name = model_name + "/" + weight.split("/", 1)[1]
                 bert.create_dataset(name, data=source["bert"][weight][()])
                 names.append(name.encode())
@@ -123,7 +124,13 @@ def test_a_token_classifiers_head_is_read_by_a_tagger(tmp_path):
     from official_bert.models import BertEncoder, BertTokenTagger
 
     directory = tmp_path / "ner"
-    head = _token_classification_h5(directory)
+    head = _classifier_head_h5(
+        directory,
+        "BertForTokenClassification",
+        "tf_bert_for_token_classification",
+        outputs=5,
+        with_pooler=False,
+    )
     config = read_bert_config(str(directory / "config.json"))
     tagger = BertTokenTagger(BertEncoder.from_bert_config(config), num_tags=5)
     tagger.build()
@@ -136,3 +143,41 @@ def test_a_token_classifiers_head_is_read_by_a_tagger(tmp_path):
     )
     assert type(model) is BertTokenTagger and model.num_tags == 5
     np.testing.assert_array_equal(model.tagger.dense.kernel.numpy(), head["kernel"])
+
+
+def test_a_multiple_choice_models_head_is_read_by_one(tmp_path):
+    """TFBertForMultipleChoice names its head `classifier` too ([hidden, 1], on the pooled
+    output): a BertMultipleChoice reads it, and the converter, told the class by config.json,
+    keeps it as one. Each choice's score is PyTorch's pooled output of its row times the head."""
+    from official_bert.checkpoints.conversion import load_model_with_available_heads
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.models import BertMultipleChoice
+
+    directory = tmp_path / "swag"
+    head = _classifier_head_h5(
+        directory,
+        "BertForMultipleChoice",
+        "tf_bert_for_multiple_choice",
+        outputs=1,
+        with_pooler=True,
+    )
+    model = load_model_with_available_heads(
+        read_bert_config(str(directory / "config.json")),
+        str(directory),
+        "h5",
+        ["BertForMultipleChoice"],
+    )
+    assert type(model) is BertMultipleChoice
+    np.testing.assert_array_equal(model.multiple_choice.dense.kernel.numpy(), head["kernel"])
+    # The fixture's two rows as one example's two choices: logits [1, 2].
+    reference = np.load(WEIGHTS / "bert" / "outputs.npz")
+    inputs = {
+        name: reference[key][None]
+        for name, key in (
+            ("input_word_ids", "input_ids"),
+            ("input_mask", "input_mask"),
+            ("input_type_ids", "token_type_ids"),
+        )
+    }
+    expected = (reference["pooler_output"] @ head["kernel"] + head["bias"]).reshape(1, 2)
+    np.testing.assert_allclose(model(inputs), expected, atol=2e-5)
