@@ -140,19 +140,45 @@ def _onednn_enabled() -> bool:
 # bfloat16 transposes, batched products and softmax as oneDNN primitives, each with a fixed
 # set-up cost that outweighs the arithmetic on a short text's [heads, seq, seq] tensors (at 16
 # tokens a layer's five such operations take longer than its QKV product). These run them on
-# TensorFlow's own (Eigen) kernels instead, which the oneDNN graph rewrite leaves alone: an
-# integer transpose of the same bits, BatchMatMulV3 (the rewrite takes only BatchMatMulV2), and
-# the softmax written out. From a few dozen tokens on oneDNN's kernels are the faster ones
-# (bench/RESULTS.md, serving_throughput.py), so only calls of at most FEW_TOKENS use these.
+# TensorFlow's own (Eigen) kernels instead, which the oneDNN graph rewrite leaves alone: a
+# transpose of the same bits as complex64 values, BatchMatMulV3 (the rewrite takes only
+# BatchMatMulV2), and the softmax written out. From a few dozen tokens on oneDNN's kernels are the
+# faster ones (bench/RESULTS.md, serving_throughput.py), so only calls of at most FEW_TOKENS use
+# these.
+#
+# Why complex64: a Transpose of any other type that is not float32, bfloat16 or half runs on the
+# same Eigen kernel, but TensorFlow's oneDNN build logs a false "oneDNN supports DT_INT32 only on
+# platforms with AVX-512" error for it (once per process and type, on any CPU); complex64 is not
+# checked, and one value holds two float32 or four bfloat16 of the last axis, which every
+# transpose here leaves in place (the head size, split in groups of values). A head size that
+# does not split so (odd) moves as integers of x's width, with the log line.
+_COMPLEX_BYTES = 8
 _SAME_SIZE_INTEGERS = {tf.float32: tf.int32, tf.bfloat16: tf.int16}
 
 
-def _transpose(x: tf.Tensor, perm: list[int], few_tokens: bool) -> tf.Tensor:
-    """tf.transpose(x, perm); with few_tokens, moved as integers of x's width (same bits)."""
+def _transpose(x, shape, perm, few_tokens, out_shape=None) -> tf.Tensor:
+    """tf.transpose(tf.reshape(x, shape), perm), reshaped to out_shape when given.
+
+    shape: the dims to transpose (Python ints or int32 scalars), the last of them staying last in
+    perm. With few_tokens, the values move on TensorFlow's own kernel as complex64 values of
+    the same bits (a last dim that is a multiple of 2 for float32, 4 for bfloat16), else as
+    integers of x's width.
+    """
     if not few_tokens:
-        return tf.transpose(x, perm)
-    bits = _SAME_SIZE_INTEGERS[x.dtype]
-    return tf.bitcast(tf.transpose(tf.bitcast(x, bits), perm), x.dtype)
+        moved = tf.transpose(tf.reshape(x, shape), perm)
+    else:
+        last = shape[-1]
+        group = _COMPLEX_BYTES // x.dtype.size
+        if last % group:
+            bits = _SAME_SIZE_INTEGERS[x.dtype]
+            moved = tf.transpose(tf.bitcast(tf.reshape(x, shape), bits), perm)
+            moved = tf.bitcast(moved, x.dtype)
+        else:
+            grouped = tf.bitcast(tf.reshape(x, [*shape[:-1], last // group, group]), tf.complex64)
+            moved = tf.bitcast(tf.transpose(grouped, perm), x.dtype)
+            if out_shape is None:
+                out_shape = [shape[axis] for axis in perm]
+    return moved if out_shape is None else tf.reshape(moved, out_shape)
 
 
 def _batch_matmul(a: tf.Tensor, b: tf.Tensor, few_tokens: bool, adj_y: bool = False) -> tf.Tensor:
@@ -374,9 +400,7 @@ class FusedInferenceEncoder(tf.Module):
             rows, residual = seq, x
             qkv = self._dense(x, kernel, bias)
             # [batch, seq, 3, heads, size] -> [3, batch, heads, seq, size]
-            qkv = _transpose(
-                tf.reshape(qkv, [batch, seq, 3, heads, size]), [2, 0, 3, 1, 4], few_tokens
-            )
+            qkv = _transpose(qkv, [batch, seq, 3, heads, size], [2, 0, 3, 1, 4], few_tokens)
             query, key, value = qkv[0], qkv[1], qkv[2]
         else:
             rows = query_positions.shape[1]
@@ -387,12 +411,10 @@ class FusedInferenceEncoder(tf.Module):
                 [batch * rows, hidden],
             )
             query = self._dense(residual, self._output_columns(kernel, 0, hidden), bias[:hidden])
-            query = _transpose(
-                tf.reshape(query, [batch, rows, heads, size]), [0, 2, 1, 3], few_tokens
-            )
+            query = _transpose(query, [batch, rows, heads, size], [0, 2, 1, 3], few_tokens)
             key_value = self._dense(x, self._output_columns(kernel, hidden), bias[hidden:])
             key_value = _transpose(
-                tf.reshape(key_value, [batch, seq, 2, heads, size]), [2, 0, 3, 1, 4], few_tokens
+                key_value, [batch, seq, 2, heads, size], [2, 0, 3, 1, 4], few_tokens
             )
             key, value = key_value[0], key_value[1]
             if self.causal:  # [batch, 1, seq, seq]: the query rows' own masks
@@ -403,7 +425,9 @@ class FusedInferenceEncoder(tf.Module):
         scores = _batch_matmul(query, key, few_tokens, adj_y=True)
         probabilities = _softmax(scores + attention_bias, few_tokens)
         context = _batch_matmul(probabilities, value, few_tokens)  # [batch, heads, rows, size]
-        context = tf.reshape(_transpose(context, [0, 2, 1, 3], few_tokens), [batch * rows, hidden])
+        context = _transpose(
+            context, [batch, heads, rows, size], [0, 2, 1, 3], few_tokens, [batch * rows, hidden]
+        )
         attention = self._dense(context, weights["attention_kernel"], weights["attention_bias"])
         fused_from = self._fused_norm_from(few_tokens)
         x = _layer_norm(
