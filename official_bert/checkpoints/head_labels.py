@@ -69,6 +69,38 @@ def multi_label_run(checkpoint: str) -> bool:
     return any(map(os.path.isfile, thresholds))
 
 
+# The Hugging Face classes whose heads transformers names alike (`classifier.weight` and
+# `classifier.bias`), by the attribute of our model that holds such a head: a file's head can
+# fill any of these models' heads of its size, and only config.json's class says which it is.
+CLASSIFIER_NAMED_HEADS = {
+    "classifier": "BertForSequenceClassification",
+    "tagger": "BertForTokenClassification",
+    "multiple_choice": "BertForMultipleChoice",
+}
+
+
+def classifier_named_head(model):
+    """(attribute, head) of `model`'s head among CLASSIFIER_NAMED_HEADS (a ClassificationHead),
+    or None."""
+    for attribute in CLASSIFIER_NAMED_HEADS:
+        head = getattr(model, attribute, None)
+        if head is not None and hasattr(head, "dense"):
+            return attribute, head
+    return None
+
+
+def other_head_class(checkpoint: str, attribute: str) -> str | None:
+    """The Hugging Face class a checkpoint's config.json names when it is another of
+    CLASSIFIER_NAMED_HEADS than the one whose head `attribute` holds (a sentence classifier's
+    file read into a tagger); None when it names none of them, or that one."""
+    config_file = hf_config_file(checkpoint)
+    classes = safetensors_bert.read_hf_architectures(config_file) if config_file else []
+    named = [name for name in classes if name in CLASSIFIER_NAMED_HEADS.values()]
+    if not named or CLASSIFIER_NAMED_HEADS[attribute] in named:
+        return None
+    return named[0]
+
+
 def sized_head(model):
     """The head of `model` whose outputs are labels (a classifier's or tagger's
     ClassificationHead), or None."""

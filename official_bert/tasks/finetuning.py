@@ -265,14 +265,17 @@ def load_init_checkpoint(
     A checkpoint's head that does not fit the task, of another number of outputs or of other
     label names (where its files name them, and `labels` the task's), is left out with a
     warning when `new_heads_allowed` (training starts a new head), and is an error without
-    it (evaluating or predicting would run it). One of the same names numbered otherwise (a
-    Hugging Face NER model's B-PER, ... against the task's sorted tags) is reordered to the
-    task's numbering.
+    it (evaluating or predicting would run it). So is the head of another Hugging Face class
+    named as this model's (transformers names a sentence classifier's, a token classifier's and
+    a multiple-choice model's heads alike; config.json's class tells them apart). One of the
+    same names numbered otherwise (a Hugging Face NER model's B-PER, ... against the task's
+    sorted tags) is reordered to the task's numbering.
     """
     if not init_checkpoint:
         logging.warning("No init_checkpoint: fine-tuning from random weights")
         return
-    head = head_labels.sized_head(model)
+    named = head_labels.classifier_named_head(model)
+    head = named[1] if named is not None else None
     initial_head = [variable.numpy() for variable in head.weights] if head is not None else []
     try:
         checkpoint_format = load_bert_weights(model, init_checkpoint)
@@ -291,8 +294,18 @@ def load_init_checkpoint(
                 getattr(model, part).num_classes,
             )
     else:
-        if head is not None and labels and _head_was_read(head, initial_head):
-            _match_head_labels(head, initial_head, init_checkpoint, list(labels), new_heads_allowed)
+        if head is not None and _head_was_read(head, initial_head):
+            other_class = head_labels.other_head_class(init_checkpoint, named[0])
+            if other_class is not None:
+                message = (
+                    f"{init_checkpoint} is a Hugging Face {other_class}: its `classifier` head is "
+                    f"not a {head_labels.CLASSIFIER_NAMED_HEADS[named[0]]}'s"
+                )
+                _refuse_or_replace_head(head, initial_head, message, new_heads_allowed)
+            elif labels and head_labels.sized_head(model) is head:
+                _match_head_labels(
+                    head, initial_head, init_checkpoint, list(labels), new_heads_allowed
+                )
     logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
 
 
@@ -323,10 +336,28 @@ def _match_head_labels(head, initial_values, init_checkpoint, labels, new_heads_
     message = (
         f"{init_checkpoint} holds a head for the labels {names}, where this task's are {labels}"
     )
+    _refuse_or_replace_head(
+        head,
+        initial_values,
+        message,
+        new_heads_allowed,
+        "its outputs would be read as labels they are not. Give a checkpoint of this task's labels",
+    )
+
+
+def _refuse_or_replace_head(
+    head,
+    initial_values,
+    message,
+    new_heads_allowed,
+    consequence="its outputs would not mean what this model's mean. Give a checkpoint of this task's kind",
+) -> None:
+    """A head read from a checkpoint that does not fit the task: an error (`message`, then
+    what running it would do, `consequence`), or with `new_heads_allowed` its initial values
+    back (a new head) and a warning."""
     if not new_heads_allowed:
         raise ValueError(
-            f"{message}: its outputs would be read as labels they are not. Give a checkpoint of "
-            "this task's labels, or train (--do_train=true) to start a new head"
+            f"{message}: {consequence}, or train (--do_train=true) to start a new head"
         )
     for variable, initial in zip(head.weights, initial_values, strict=True):
         variable.assign(initial)

@@ -643,3 +643,65 @@ def test_a_heads_labels_are_matched_to_the_tasks_by_name(tmp_path, caplog):
         model.encoder.embeddings.word_embeddings.embeddings.numpy(),
         load_file(source / "model.safetensors")["bert.embeddings.word_embeddings.weight"],
     )
+
+
+@pytest.mark.parametrize(
+    "folder, make_model, file_class",
+    [
+        (
+            "sequence_classification",
+            lambda encoder: BertTokenTagger(encoder, num_tags=3),
+            "BertForSequenceClassification",
+        ),
+        (
+            "multiple_choice",
+            lambda encoder: BertClassifier(encoder, num_classes=1),
+            "BertForMultipleChoice",
+        ),
+        (
+            "token_classification",
+            lambda encoder: BertClassifier(encoder, num_classes=5),
+            "BertForTokenClassification",
+        ),
+    ],
+    ids=[
+        "sentence_classifier_into_tagger",
+        "multiple_choice_into_regressor",
+        "ner_into_classifier",
+    ],
+)
+def test_a_head_of_another_hugging_face_class_is_not_taken_for_the_tasks(
+    folder, make_model, file_class, tmp_path, caplog
+):
+    """transformers names a sentence classifier's, a token classifier's and a multiple-choice
+    model's heads alike (`classifier.*`): a head of the same size fits all three. The class
+    config.json names decides: predicting from another class's head is refused, training
+    starts a new one (with a warning); a file without a class is read as before."""
+    from official_bert.tasks.finetuning import load_init_checkpoint
+
+    source = HEADS / folder
+    config = read_bert_config(str(source / "config.json"))
+
+    def fresh_model():
+        keras.utils.set_random_seed(4)
+        model = make_model(BertEncoder.from_bert_config(config))
+        model.build()
+        return model
+
+    with pytest.raises(ValueError, match=f"is a Hugging Face {file_class}: its `classifier` head"):
+        load_init_checkpoint(fresh_model(), str(source))
+    model = fresh_model()
+    initial = [weight.numpy() for weight in model.weights]
+    with caplog.at_level(logging.WARNING):
+        load_init_checkpoint(model, str(source), new_heads_allowed=True)
+    assert "training starts from its encoder and a new head" in caplog.text
+    head = model.tagger if isinstance(model, BertTokenTagger) else model.classifier
+    for variable, before in zip(model.weights, initial, strict=True):
+        is_head = any(variable is weight for weight in head.weights)
+        changed = not np.array_equal(variable.numpy(), before)
+        # The head keeps its initialization; the encoder's weights (pooler aside) were read.
+        assert changed != is_head or "pooler" in variable.path, variable.path
+    bare = _fixture_copy(folder, tmp_path / "no_architecture", architectures=None)
+    model = fresh_model()
+    load_init_checkpoint(model, str(bare))
+    assert not np.array_equal(model.weights[-2].numpy(), initial[-2])
