@@ -62,9 +62,17 @@ def load_model_with_available_heads(
         (
             "BertForPreTraining",
             None,
-            lambda _: BertPretrainer(encoder, use_next_sentence_label=True),
+            lambda _: BertPretrainer.from_bert_config(
+                encoder, config, use_next_sentence_label=True
+            ),
         ),
-        ("BertForMaskedLM", None, lambda _: BertPretrainer(encoder, use_next_sentence_label=False)),
+        (
+            "BertForMaskedLM",
+            None,
+            lambda _: BertPretrainer.from_bert_config(
+                encoder, config, use_next_sentence_label=False
+            ),
+        ),
         (
             "BertForSequenceClassification",
             "classifier",

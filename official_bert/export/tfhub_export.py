@@ -95,7 +95,7 @@ def export_tfhub(
         loading.load_bert_weights(encoder, model_checkpoint_path, checkpoint_format)
     else:
         # A next-sentence head in the checkpoint is skipped; the masked-LM head must be there.
-        pretrainer = BertPretrainer(encoder, use_next_sentence_label=False)
+        pretrainer = BertPretrainer.from_bert_config(encoder, config, use_next_sentence_label=False)
         pretrainer.build()
         try:
             loading.load_bert_weights(

@@ -34,6 +34,13 @@ class BertPretrainer(EncoderWithHeads):
     [batch, num_predictions, hidden_size], the last layer at the prediction slots. The
     pre-training task turns it on with the fast kernels; keep the default (False) where the
     full `sequence_output` is wanted beside the logits (a TF Hub module's `mlm`).
+
+    masked_lm_activation, masked_lm_layer_norm_epsilon: the masked-LM head's transform
+    activation and LayerNorm epsilon; None (the default) is the encoder's, as in the original
+    (run_pretraining.py's get_masked_lm_output applies bert_config.hidden_act and the same
+    LayerNorm). keras-hub's BertMaskedLM head runs "gelu_exact" with 1e-5 whatever its
+    backbone runs (tanh GELU, 1e-12), so a model read from such a preset sets both;
+    from_bert_config takes them from a BertConfig.
     """
 
     def __init__(
@@ -42,6 +49,8 @@ class BertPretrainer(EncoderWithHeads):
         use_next_sentence_label: bool = True,
         objective: str = "mlm",
         last_layer_at_predictions_only: bool = False,
+        masked_lm_activation: str | None = None,
+        masked_lm_layer_norm_epsilon: float | None = None,
         **kwargs,
     ):
         super().__init__(encoder, **kwargs)
@@ -64,14 +73,20 @@ class BertPretrainer(EncoderWithHeads):
         self.use_next_sentence_label = use_next_sentence_label
         self.objective = objective
         self.last_layer_at_predictions_only = last_layer_at_predictions_only
+        self.masked_lm_activation = masked_lm_activation
+        self.masked_lm_layer_norm_epsilon = masked_lm_layer_norm_epsilon
 
         # === Layers ===
         self.masked_lm = MaskedLMHead(
             vocab_size=encoder.vocab_size,
             hidden_size=encoder.hidden_size,
-            activation=encoder.activation,
+            activation=masked_lm_activation or encoder.activation,
             initializer_range=encoder.initializer_range,
-            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            layer_norm_epsilon=(
+                encoder.layer_norm_epsilon
+                if masked_lm_layer_norm_epsilon is None
+                else masked_lm_layer_norm_epsilon
+            ),
             token_embedding=encoder.token_embedding,
             dtype=encoder.dtype_policy,
             name="masked_lm",
@@ -83,6 +98,20 @@ class BertPretrainer(EncoderWithHeads):
             self.next_sentence = ClassificationHead.for_encoder(
                 encoder, num_classes=2, dropout_rate=0.0, name="next_sentence"
             )
+
+    @classmethod
+    def from_bert_config(cls, encoder: BertEncoder, config, **kwargs) -> BertPretrainer:
+        """A pretrainer on `encoder` (built from the BertConfig `config`) whose masked-LM head
+        runs as `config` says: the encoder's activation and epsilon, unless its extra fields
+        `masked_lm_hidden_act` and `masked_lm_layer_norm_eps` name others (a keras-hub
+        BertMaskedLM preset's config, or a bert_config.json converted from one). Other
+        arguments as the constructor's."""
+        return cls(
+            encoder,
+            masked_lm_activation=config.extra_fields.get("masked_lm_hidden_act"),
+            masked_lm_layer_norm_epsilon=config.extra_fields.get("masked_lm_layer_norm_eps"),
+            **kwargs,
+        )
 
     def build(self, input_shape=None):
         self.build_encoder()
@@ -121,5 +150,7 @@ class BertPretrainer(EncoderWithHeads):
             use_next_sentence_label=self.use_next_sentence_label,
             objective=self.objective,
             last_layer_at_predictions_only=self.last_layer_at_predictions_only,
+            masked_lm_activation=self.masked_lm_activation,
+            masked_lm_layer_norm_epsilon=self.masked_lm_layer_norm_epsilon,
         )
         return config

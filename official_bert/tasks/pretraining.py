@@ -154,8 +154,9 @@ class PretrainingTask(Task):
         encoder = BertEncoder.from_bert_config(
             options.bert_config, dtype=options.dtype, causal=self.left_to_right
         )
-        model = BertPretrainer(
+        model = BertPretrainer.from_bert_config(
             encoder,
+            options.bert_config,
             use_next_sentence_label=options.use_next_sentence_label,
             objective=options.objective,
             # The heads read [CLS] and the masked positions only: with the speed paths on, the

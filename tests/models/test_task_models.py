@@ -52,6 +52,38 @@ def test_pretrainer_without_next_sentence_head():
     assert "next_sentence_logits" not in model(inputs)
 
 
+def test_pretrainer_masked_lm_head_may_run_its_own_activation_and_epsilon(tmp_path):
+    """By default the head runs the encoder's activation and epsilon (the original's); a
+    config's masked_lm_hidden_act and masked_lm_layer_norm_eps (keras-hub's BertMaskedLM head)
+    override them, and the head computes with them (a .keras round trip keeps them)."""
+    from official_bert.config import BertConfig
+
+    encoder = _encoder()
+    default = BertPretrainer(encoder, use_next_sentence_label=False)
+    assert (default.masked_lm.activation, default.masked_lm.layer_norm_epsilon) == ("gelu", 1e-12)
+    config = BertConfig(
+        vocab_size=100, masked_lm_hidden_act="gelu_exact", masked_lm_layer_norm_eps=1e-5
+    )
+    model = BertPretrainer.from_bert_config(encoder, config, use_next_sentence_label=False)
+    model.build()
+    assert (model.masked_lm.activation, model.masked_lm.layer_norm_epsilon) == ("gelu_exact", 1e-5)
+    assert model.masked_lm.transform_layer_norm.epsilon == 1e-5
+    hidden = np.random.default_rng(3).standard_normal((2, 3, 32)).astype(np.float32)
+    dense = model.masked_lm.transform_dense
+    transformed = hidden @ dense.kernel.numpy() + dense.bias.numpy()
+    np.testing.assert_allclose(
+        dense(hidden).numpy(),
+        np.asarray(keras.activations.gelu(transformed, approximate=False)),
+        atol=1e-6,
+    )
+    inputs = dict(random_inputs(), masked_lm_positions=np.array([[1, 2], [3, 4], [5, 0]], np.int32))
+    loaded = _round_trip(model, inputs, tmp_path)
+    assert (loaded.masked_lm.activation, loaded.masked_lm.layer_norm_epsilon) == (
+        "gelu_exact",
+        1e-5,
+    )
+
+
 @pytest.mark.parametrize("num_classes", [1, 3])
 def test_classifier(num_classes, tmp_path):
     model = BertClassifier(_encoder(), num_classes=num_classes)
