@@ -13,7 +13,12 @@ models hold):
 
 keras-hub registers its classes as `keras_hub>Name` and, for presets written by its
 predecessor keras-nlp, as `keras_nlp>Name`; both are read. A BertBackbone always runs the tanh
-GELU (the original BERT's "gelu") with LayerNorm epsilon 1e-12 and one dropout rate.
+GELU (the original BERT's "gelu") with LayerNorm epsilon 1e-12 and one dropout rate; a
+BertMaskedLM's head (keras-hub's MaskedLMHead: dense, activation, LayerNorm, the projection
+tied to the token embedding, a bias) always runs the exact erf GELU (Keras's "gelu") with
+LayerNorm epsilon 1e-5, unlike the original's head, which runs the encoder's activation and
+epsilon: a BertConfig read from such a preset says so in two extra fields
+(KERAS_HUB_MASKED_LM_FIELDS), which BertPretrainer.from_bert_config builds the head with.
 """
 
 from __future__ import annotations
@@ -41,6 +46,20 @@ VOCAB_PATH = os.path.join("assets", "tokenizer", "vocabulary.txt")
 SHARDED_WEIGHTS_INDEX = "model.weights.json"
 # keras-nlp's name of BertTextClassifier, which keras-hub still registers.
 TEXT_CLASSIFIER_CLASSES = ("BertTextClassifier", "BertClassifier")
+MASKED_LM_CLASSES = ("BertMaskedLM",)
+# What keras-hub's BertMaskedLM head runs, as BertConfig extra fields (bert_config.json keys)
+# in this project's activation names: MaskedLMHead(intermediate_activation="gelu"), which
+# keras.activations.get makes the exact GELU, and MaskedLMHead's default layer_norm_epsilon
+# (BertMaskedLM passes none). No keras-hub BERT runs its head as its backbone (tanh GELU,
+# 1e-12), which is what the original's head, tied to the encoder's settings, would run: read
+# so, its logits would be 5e-4 off (7e-5 for the epsilon alone) on the test fixture. So the
+# head gets these settings of its own (BertPretrainer's masked_lm_activation and
+# masked_lm_layer_norm_epsilon), and is read from or written as a BertMaskedLM only where it
+# runs them.
+KERAS_HUB_MASKED_LM_FIELDS = {
+    "masked_lm_hidden_act": "gelu_exact",
+    "masked_lm_layer_norm_eps": 1e-5,
+}
 _PACKAGES = ("keras_hub", "keras_nlp")
 
 # BertConfig field -> BertBackbone config field.
@@ -92,9 +111,27 @@ def check_backbone_config(values: dict, source: str) -> None:
         )
 
 
+def preset_task_class(directory: str) -> str | None:
+    """The class of the preset's task (task.json's `class_name`, such as "BertMaskedLM");
+    None without a readable keras-hub task.json."""
+    task = read_keras_hub_json(os.path.join(directory, TASK_CONFIG_NAME))
+    return task.get("class_name") if task else None
+
+
+def runs_keras_hub_masked_lm_head(head) -> bool:
+    """Whether a MaskedLMHead computes what keras-hub's BertMaskedLM head does from the same
+    weights: its activation and LayerNorm epsilon are keras-hub's."""
+    fields = KERAS_HUB_MASKED_LM_FIELDS
+    return (
+        head.activation == fields["masked_lm_hidden_act"]
+        and head.layer_norm_epsilon == fields["masked_lm_layer_norm_eps"]
+    )
+
+
 def bert_config_from_keras_hub(values: dict, source: str = CONFIG_NAME):
-    """A BertConfig from a keras-hub `BertBackbone` config.json (parsed); errors name the
-    file's own fields."""
+    """A BertConfig from a keras-hub `BertBackbone` config.json (parsed) at `source`; errors
+    name the file's own fields. Where a BertMaskedLM's task.json is beside it, the config
+    carries that head's activation and epsilon (KERAS_HUB_MASKED_LM_FIELDS)."""
     from official_bert.config import BertConfig
 
     check_backbone_config(values, source)
@@ -116,6 +153,8 @@ def bert_config_from_keras_hub(values: dict, source: str = CONFIG_NAME):
         attention_probs_dropout_prob=dropout,
         initializer_range=0.02,
     )
+    if preset_task_class(os.path.dirname(source) or ".") in MASKED_LM_CLASSES:
+        bert_values.update(KERAS_HUB_MASKED_LM_FIELDS)
     return BertConfig.from_dict(bert_values, source=source)
 
 

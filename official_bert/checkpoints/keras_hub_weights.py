@@ -1,6 +1,6 @@
 """A keras-hub BertBackbone's weights file (Keras 3 `model.weights.h5`), read into this
-project's models and written from them; a BertTextClassifier preset's head
-(`task.weights.h5`) is read too. The preset folder around it is keras_hub_preset.py.
+project's models and written from them; the head of a BertTextClassifier or BertMaskedLM
+preset (`task.weights.h5`) too. The preset folder around it is keras_hub_preset.py.
 
 Keras 3 addresses a weight by where it sits in the model, not by its name: `layers/<layer>`
 with the layer named after its class in snake case and numbered in the model's order
@@ -37,6 +37,7 @@ from official_bert.checkpoints.variable_table import (
 
 _BACKBONE = "a keras-hub BertBackbone's weights"
 _CLASSIFIER_HEAD = "a keras-hub BertTextClassifier's head"
+_MASKED_LM_HEAD = "a keras-hub BertMaskedLM's head"
 
 # BertBackbone's top layers: Keras's address -> (the name keras-hub gives it, TF1 scope).
 _EMBEDDING_LAYERS = {
@@ -60,6 +61,17 @@ _BLOCK_SUBLAYERS = {
     "_feedforward_layer_norm": "output/LayerNorm",
 }
 _BLOCK_ADDRESS = re.compile(r"^transformer_encoder(?:_(\d+))?$")
+# keras-hub's MaskedLMHead (a BertMaskedLM's `mlm_head`): its sublayers' Keras addresses ->
+# (the names keras-hub gives them, their variables, the original's scope in cls/predictions/).
+_MASKED_LM_ADDRESS = "masked_lm_head"
+_MASKED_LM_SUBLAYERS = {
+    "_intermediate_dense": ("intermediate_dense", _DENSE_VARIABLES, "transform/dense"),
+    "_intermediate_layer_norm": (
+        "intermediate_layer_norm",
+        _LAYER_NORM_VARIABLES,
+        "transform/LayerNorm",
+    ),
+}
 
 
 def _block_address(index: int) -> str:
@@ -252,23 +264,46 @@ def _backbone_arrays(weights: _WeightsFile) -> tuple[dict[str, np.ndarray], int 
     return arrays, heads
 
 
-def _classifier_head_arrays(directory: str, head_required: bool = False) -> dict[str, np.ndarray]:
-    """{TF1 name: array} of a BertTextClassifier preset's head (its `logits` Dense) as the
-    original classifier's output_weights [classes, hidden] and output_bias; empty, with a
-    warning, where the preset's task is another (keras-hub's BertMaskedLM head runs the exact
-    GELU where this project's runs the encoder's, so it is not read). With head_required (the
-    reader then refuses the preset) an info line instead: the classifier keeps nothing."""
+# Our head part -> (the keras-hub task classes whose head it is read from, what their weights
+# are, what the model's head is called in messages).
+_TASK_HEADS = {
+    "classifier": (preset_files.TEXT_CLASSIFIER_CLASSES, _CLASSIFIER_HEAD, "classifier"),
+    "masked_lm": (preset_files.MASKED_LM_CLASSES, _MASKED_LM_HEAD, "masked-LM head"),
+}
+
+
+def _task_head_arrays(
+    directory: str, part: str, head_required: bool = False
+) -> dict[str, np.ndarray]:
+    """{TF1 name: array} of the preset's task head that the model's `part` is read from: a
+    BertTextClassifier's `logits` Dense for "classifier", a BertMaskedLM's MaskedLMHead for
+    "masked_lm" (read_keras_hub_checkpoint reads it only into a head that runs as keras-hub's).
+    Empty, with a warning, where the preset's task is another; with head_required (the reader
+    then refuses the preset) an info line instead: the model's head keeps nothing."""
+    classes, what, called = _TASK_HEADS[part]
     task_config = os.path.join(directory, preset_files.TASK_CONFIG_NAME)
     task = preset_files.read_keras_hub_json(task_config)
     class_name = task.get("class_name") if task else None
-    if class_name not in preset_files.TEXT_CLASSIFIER_CLASSES:
+    if class_name not in classes:
         (logging.info if head_required else logging.warning)(
-            "%s: no BertTextClassifier head (task: %s); the model's classifier keeps its "
-            "initialization",
+            "%s: no %s head (task: %s); the model's %s keeps its initialization",
             directory,
+            classes[0],
             class_name or "none readable",
+            called,
         )
         return {}
+    path = os.path.join(directory, preset_files.TASK_WEIGHTS_NAME)
+    with _open(path) as file:
+        weights = _WeightsFile(path, file, what)
+        if part == "classifier":
+            return _classifier_head_arrays(weights, task, task_config)
+        return _masked_lm_head_arrays(weights)
+
+
+def _classifier_head_arrays(weights: _WeightsFile, task: dict, task_config: str) -> dict:
+    """A BertTextClassifier's `logits` Dense as the original classifier's output_weights
+    [classes, hidden] and output_bias."""
     activation = task["config"].get("activation")
     if activation not in (None, "linear", "softmax"):
         logging.warning(
@@ -276,16 +311,29 @@ def _classifier_head_arrays(directory: str, head_required: bool = False) -> dict
             task_config,
             activation,
         )
-    path = os.path.join(directory, preset_files.TASK_WEIGHTS_NAME)
-    with _open(path) as file:
-        weights = _WeightsFile(path, file, _CLASSIFIER_HEAD)
-        head = weights.variables("dense", _DENSE_VARIABLES, "logits")
+    head = weights.variables("dense", _DENSE_VARIABLES, "logits")
     if head["kernel"].ndim != 2 or head["bias"].shape != head["kernel"].shape[1:]:
         raise ValueError(
-            f"{path}: the logits layer holds kernel {list(head['kernel'].shape)} and bias "
-            f"{list(head['bias'].shape)}; expected [hidden, classes] and [classes]"
+            f"{weights.path}: the logits layer holds kernel {list(head['kernel'].shape)} and "
+            f"bias {list(head['bias'].shape)}; expected [hidden, classes] and [classes]"
         )
     return {"output_weights": head["kernel"].T, "output_bias": head["bias"]}
+
+
+def _masked_lm_head_arrays(weights: _WeightsFile) -> dict:
+    """A BertMaskedLM's MaskedLMHead as the original's cls/predictions/...: its dense and
+    LayerNorm, and its output bias (the projection is the token embedding, tied, as the
+    original's). Every weight in the file's layers must be one of these (an untied output
+    kernel would be left out otherwise)."""
+    arrays = {}
+    for sublayer, (given_name, names, scope) in _MASKED_LM_SUBLAYERS.items():
+        values = weights.variables(f"{_MASKED_LM_ADDRESS}/{sublayer}", names, given_name)
+        for name, value in values.items():
+            arrays[f"cls/predictions/{scope}/{name}"] = value
+    bias = weights.variables(_MASKED_LM_ADDRESS, ("output_bias",), "mlm_head")["output_bias"]
+    arrays["cls/predictions/output_bias"] = bias
+    weights.check_all_read()
+    return arrays
 
 
 @contextlib.contextmanager
@@ -325,12 +373,12 @@ def _weights_path(path: str) -> str:
 
 
 def load_keras_hub_arrays(
-    path: str, with_classifier_head: bool = True, head_required: bool = False
+    path: str, task_head: str | None = "classifier", head_required: bool = False
 ) -> tuple[dict[str, np.ndarray], int | None]:
     """{original TF1 name: array} of a keras-hub BERT preset (its folder, or a weights file in
     it) and the backbone's number of attention heads (None without layers): the backbone, and
-    with_classifier_head a BertTextClassifier task's head beside it (head_required: see
-    _classifier_head_arrays).
+    the task head beside it that task_head names ("classifier": a BertTextClassifier's,
+    "masked_lm": a BertMaskedLM's; None: none; head_required: see _task_head_arrays).
 
     Raises:
       ValueError: the preset is another model's, quantized, or its files are damaged or hold
@@ -346,22 +394,43 @@ def load_keras_hub_arrays(
         weights = _WeightsFile(weights_path, file, _BACKBONE)
         arrays, heads = _backbone_arrays(weights)
         weights.check_all_read()
-    if with_classifier_head and os.path.basename(weights_path) == preset_files.WEIGHTS_NAME:
-        arrays.update(_classifier_head_arrays(directory, head_required))
+    if task_head and os.path.basename(weights_path) == preset_files.WEIGHTS_NAME:
+        arrays.update(_task_head_arrays(directory, task_head, head_required))
     return arrays, heads
 
 
 def read_keras_hub_checkpoint(path: str, model, require_heads: bool = False) -> int:
     """Loads a keras-hub BERT preset (folder or weights file) into `model`, as
     read_original_checkpoint does from the original layout; a classifier's head is read from a
-    BertTextClassifier preset. Returns the number of variables loaded.
+    BertTextClassifier preset, a BertPretrainer's masked-LM head from a BertMaskedLM preset
+    where it runs as keras-hub's (BertPretrainer.from_bert_config with the preset's config:
+    the exact GELU, epsilon 1e-5); a head that runs otherwise would compute other logits from
+    those weights, so it keeps its initialization, with a warning. Returns the number of
+    variables loaded.
 
     Raises:
       CheckpointMismatchError: the preset's weights do not fit the model (its head count too).
     """
-    source = f"keras-hub preset {preset_files.preset_directory(path)}"
-    wants_head = any(entry.part == "classifier" for entry in model_entries(model))
-    arrays, heads = load_keras_hub_arrays(path, wants_head, head_required=require_heads)
+    directory = preset_files.preset_directory(path)
+    source = f"keras-hub preset {directory}"
+    parts = {entry.part for entry in model_entries(model)}
+    task_head = next((part for part in _TASK_HEADS if part in parts), None)
+    if (
+        task_head == "masked_lm"
+        and not preset_files.runs_keras_hub_masked_lm_head(model.masked_lm)
+        and preset_files.preset_task_class(directory) in preset_files.MASKED_LM_CLASSES
+    ):
+        (logging.info if require_heads else logging.warning)(
+            "%s: keras-hub's BertMaskedLM head runs the exact GELU with LayerNorm epsilon "
+            "1e-5, this model's masked-LM head %r with %s, so it would compute other logits "
+            "from those weights: not read, the head keeps its initialization (a model built "
+            "from the preset's own config.json runs it as keras-hub does)",
+            directory,
+            model.masked_lm.activation,
+            model.masked_lm.layer_norm_epsilon,
+        )
+        task_head = None
+    arrays, heads = load_keras_hub_arrays(path, task_head, head_required=require_heads)
     expected = getattr(model, "encoder", model).num_attention_heads
     if heads is not None and heads != expected:
         raise CheckpointMismatchError(

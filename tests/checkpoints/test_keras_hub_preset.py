@@ -24,6 +24,7 @@ from tests.conftest import FIXTURES
 
 PRESETS = FIXTURES / "keras_hub_presets"
 REFERENCE = np.load(PRESETS / "outputs.npz")
+MASKED_LM_REFERENCE = np.load(PRESETS / "masked_lm_outputs.npz")
 
 
 def built_encoder(preset):
@@ -63,6 +64,34 @@ def assert_classifier_matches(preset):
     logits = model(encoder_inputs(REFERENCE["classifier_token_ids"]), training=False)
     np.testing.assert_allclose(logits.numpy(), REFERENCE["classifier_logits"], atol=1e-5)
     return model
+
+
+def masked_lm_logits(model):
+    """A BertPretrainer's masked-LM logits on the inputs keras-hub's BertMaskedLM was given."""
+    reference = MASKED_LM_REFERENCE
+    inputs = {
+        "input_word_ids": reference["token_ids"],
+        "input_mask": reference["padding_mask"],
+        "input_type_ids": reference["segment_ids"],
+        "masked_lm_positions": reference["mask_positions"],
+    }
+    return model(inputs, training=False)["mlm_logits"].numpy()
+
+
+def assert_masked_lm_matches(model):
+    """The model computes keras-hub's BertMaskedLM logits (keras-hub 0.32, the fixture)."""
+    np.testing.assert_allclose(masked_lm_logits(model), MASKED_LM_REFERENCE["logits"], atol=1e-5)
+
+
+def loaded_masked_lm(preset):
+    """The model convert_checkpoint reads from `preset`: a BertPretrainer where it holds a
+    BertMaskedLM."""
+    from official_bert.checkpoints.conversion import load_model_with_available_heads
+
+    config = read_bert_config(find_bert_config(str(preset)))
+    return load_model_with_available_heads(
+        config, str(preset), detect_checkpoint_format(str(preset))
+    )
 
 
 def test_backbone_matches_keras_hub_on_the_same_weights():
@@ -110,6 +139,86 @@ def test_text_classifier_head_is_read():
     assert_backbone_matches(model.encoder, "classifier", REFERENCE["classifier_token_ids"])
 
 
+def test_masked_lm_head_is_read_with_keras_hubs_activation_and_epsilon():
+    """keras-hub's BertMaskedLM head runs the exact GELU with LayerNorm epsilon 1e-5 (its
+    backbone the tanh GELU with 1e-12): the preset's config says so, and the model read from
+    it, masked-LM head only, computes keras-hub's logits."""
+    from official_bert.models import BertPretrainer
+
+    preset = PRESETS / "masked_lm"
+    config = read_bert_config(find_bert_config(str(preset)))
+    assert config.hidden_act == "gelu"
+    assert config.extra_fields == {
+        "masked_lm_hidden_act": "gelu_exact",
+        "masked_lm_layer_norm_eps": 1e-5,
+    }
+    # Without a BertMaskedLM beside it, a backbone's config is the original's.
+    assert read_bert_config(find_bert_config(str(PRESETS / "cased_zh"))).extra_fields == {}
+    model = loaded_masked_lm(preset)
+    assert isinstance(model, BertPretrainer) and model.next_sentence is None
+    assert_masked_lm_matches(model)
+    outputs = model.encoder(encoder_inputs(MASKED_LM_REFERENCE["token_ids"]), training=False)
+    valid = REFERENCE["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        outputs["sequence_output"].numpy()[valid],
+        MASKED_LM_REFERENCE["sequence_output"][valid],
+        atol=1e-5,
+    )
+
+
+def test_a_masked_lm_head_that_runs_otherwise_is_not_read(caplog):
+    """A head built as the original's (the encoder's tanh GELU, epsilon 1e-12) would compute
+    other logits from keras-hub's weights: it keeps its initialization, with a warning, and a
+    model that requires it is refused."""
+    import logging
+
+    from official_bert.checkpoints.variable_table import CheckpointMismatchError
+    from official_bert.models import BertPretrainer
+
+    preset = PRESETS / "masked_lm"
+    model = BertPretrainer(built_encoder(preset), use_next_sentence_label=False)
+    model.build()
+    with caplog.at_level(logging.WARNING):
+        load_bert_weights(model, str(preset))
+    assert any("would compute other logits" in r.getMessage() for r in caplog.records)
+    np.testing.assert_array_equal(model.masked_lm.output_bias.numpy(), 0.0)
+    with pytest.raises(CheckpointMismatchError, match="cls/predictions/output_bias"):
+        load_bert_weights(model, str(preset), require_heads=True)
+
+
+def test_pretraining_continues_from_a_masked_lm_preset(tmp_path):
+    """run_pretraining's model, given the preset's config.json and the preset as
+    init_checkpoint, starts from keras-hub's masked-LM head; its bert_config.json keeps the
+    head's activation and epsilon for the checkpoints it writes."""
+    from official_bert.tasks.pretraining import PretrainingOptions, PretrainingTask
+
+    preset = PRESETS / "masked_lm"
+    options = PretrainingOptions(
+        bert_config_file=str(preset / "config.json"),
+        init_checkpoint=str(preset),
+        input_file="unused.tfrecord",
+        output_dir=str(tmp_path),
+        do_train=True,
+        use_next_sentence_label=False,
+    )
+    task = PretrainingTask(options)
+    model = task.build_model()
+    task.initialize(model)
+    assert_masked_lm_matches(model)
+    options.bert_config.to_json_file(str(tmp_path / "bert_config.json"))
+    written = json.loads((tmp_path / "bert_config.json").read_text())
+    assert written["masked_lm_hidden_act"] == "gelu_exact"
+    assert written["masked_lm_layer_norm_eps"] == 1e-5
+
+
+def test_masked_lm_preset_converts_to_the_original_layout(tmp_path):
+    """tf1 output: cls/predictions/... and a bert_config.json that builds the same head."""
+    convert_checkpoint(str(PRESETS / "masked_lm"), str(tmp_path / "tf1"), "tf1")
+    model = loaded_masked_lm(tmp_path / "tf1")
+    assert model.next_sentence is None
+    assert_masked_lm_matches(model)
+
+
 def test_converted_to_the_original_layout_with_its_vocab(tmp_path):
     preset = PRESETS / "classifier"
     written = convert_checkpoint(str(preset), str(tmp_path / "tf1"), "tf1")
@@ -122,15 +231,15 @@ def test_converted_to_the_original_layout_with_its_vocab(tmp_path):
 
 
 def test_a_backbone_preset_converts_without_a_classifier_warning(tmp_path, caplog):
-    """Converting a backbone-only preset tries a classifier among the models it may hold; that
-    try is refused without a warning that a classifier keeps its initialization (the output is
-    the encoder)."""
+    """Converting a backbone-only preset tries a pretrainer and a classifier among the models
+    it may hold; those tries are refused without a warning that a head keeps its
+    initialization (the output is the encoder)."""
     import logging
 
     with caplog.at_level(logging.INFO):
         convert_checkpoint(str(PRESETS / "cased_zh"), str(tmp_path / "tf1"), "tf1")
     warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-    assert not [m for m in warnings if "BertTextClassifier" in m], warnings
+    assert not [m for m in warnings if "BertTextClassifier" in m or "BertMaskedLM" in m], warnings
     # Fine-tuning a classifier from it still says so.
     caplog.clear()
     model = BertClassifier(built_encoder(PRESETS / "cased_zh"), num_classes=2)
