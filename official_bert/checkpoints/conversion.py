@@ -134,8 +134,8 @@ def convert_checkpoint(
     `config.json` of the matching class, e.g. BertForSequenceClassification with its number of
     labels) and, when a vocab is known, `vocab.txt`; for keras_hub, a keras-hub BertBackbone
     preset instead (its config.json, tokenizer.json with the input's casing and the vocabulary
-    as an asset; a classifier's head as a BertTextClassifier task, no other heads). Returns the
-    path of the written weights.
+    as an asset; a classifier's head as a BertTextClassifier task, a masked-LM head that runs
+    as keras-hub's as a BertMaskedLM, no other heads). Returns the path of the written weights.
     """
     input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
     bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
@@ -160,6 +160,7 @@ def convert_checkpoint(
         safetensors_bert.read_hf_architectures(hf_config_file),
     )
     _warn_of_an_initialized_pooler(model, input_checkpoint, input_format, output_format)
+    _warn_of_a_masked_lm_head_of_its_own(model, output_format)
     os.makedirs(output_dir, exist_ok=True)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
     if output_format == "keras_hub":
@@ -225,6 +226,35 @@ def _warn_of_an_initialized_pooler(model, path: str, checkpoint_format: str, out
         )
 
 
+def _warn_of_a_masked_lm_head_of_its_own(model, output_format: str) -> None:
+    """Warns where `model`'s masked-LM head runs another activation or LayerNorm epsilon than
+    its encoder (a keras-hub BertMaskedLM's head) and the output is read elsewhere as one that
+    runs the encoder's: transformers' BertForMaskedLM (safetensors: its config.json has no
+    field for it) and the original code (tf1). This project reads the output's
+    bert_config.json, which records it (masked_lm_hidden_act, masked_lm_layer_norm_eps)."""
+    from official_bert.models import BertPretrainer
+
+    if output_format not in ("tf1", "safetensors") or not isinstance(model, BertPretrainer):
+        return
+    head, encoder = model.masked_lm, model.encoder
+    if (head.activation, head.layer_norm_epsilon) == (
+        encoder.activation,
+        encoder.layer_norm_epsilon,
+    ):
+        return
+    logging.warning(
+        "The masked-LM head runs %r with LayerNorm epsilon %s, the encoder %r with %s; the %s "
+        "output's bert_config.json records it for this project, but %s runs the encoder's "
+        "activation and epsilon in the head, so its masked-LM logits would differ",
+        head.activation,
+        head.layer_norm_epsilon,
+        encoder.activation,
+        encoder.layer_norm_epsilon,
+        output_format,
+        "transformers' BertForMaskedLM" if output_format == "safetensors" else "the original code",
+    )
+
+
 def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | None:
     """Hugging Face's `problem_type` of a sentence classifier: the input config.json's, else
     "multi_label_classification" for a multi-label run's checkpoint; None otherwise
@@ -240,53 +270,79 @@ def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | No
 
 
 def _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint) -> None:
-    """A keras-hub preset of `model` in output_dir: its encoder as a BertBackbone, and a
-    BertClassifier's head as a BertTextClassifier task; the tokenizer's casing is the input's
-    own record of it (a keras-hub preset's), else guessed from the names and vocab."""
-    from official_bert.models import BertClassifier
-
+    """A keras-hub preset of `model` in output_dir: its encoder as a BertBackbone, and its head
+    as a task where keras-hub has one that computes the same (_keras_hub_task); the tokenizer's
+    casing is the input's own record of it (a keras-hub preset's), else guessed from the names
+    and vocab."""
     do_lower_case = vocab_file is not None and loading.find_or_guess_lower_case(
         input_checkpoint, vocab_file
     )
     encoder = getattr(model, "encoder", model)
     # keras-hub's metadata.json counts the backbone's parameters, a task preset's too.
     parameter_count = encoder.count_params()
+    task = _keras_hub_task(model, output_dir)
     keras_hub_preset.begin_preset_write(output_dir, parameter_count)
     written = keras_hub_weights.write_keras_hub_weights(
         model, os.path.join(output_dir, keras_hub_preset.WEIGHTS_NAME)
     )
-    num_classes = None
-    if isinstance(model, BertClassifier):
-        num_classes = model.num_classes
+    if task is not None:
         keras_hub_weights.write_keras_hub_task_weights(
             model,
             os.path.join(output_dir, keras_hub_preset.TASK_WEIGHTS_NAME),
             with_preprocessor=vocab_file is not None,
         )
-    else:
-        for part in _heads(model):
-            # keras-hub has no BERT task for a span, tag or multiple-choice head; pre-training
-            # heads are dropped quietly, as a backbone preset of keras-hub's own holds none.
-            log = logging.info if part in ("masked_lm", "next_sentence") else logging.warning
-            log(
-                "%s: the %s head is not written (keras-hub has no BERT task for it)",
-                output_dir,
-                part,
-            )
     keras_hub_preset.write_keras_hub_preset_files(
         output_dir,
         config,
         vocab_file,
         bool(do_lower_case),
-        num_classes,
+        task,
+        getattr(model, "num_classes", None),
     )
     logging.info(
         "Converted %s to a keras-hub %s preset %s (lowercase %s)",
         input_checkpoint,
-        "BertTextClassifier" if num_classes is not None else "BertBackbone",
+        task or "BertBackbone",
         os.path.dirname(written) or ".",
         bool(do_lower_case),
     )
+
+
+def _keras_hub_task(model, output_dir: str) -> str | None:
+    """The keras-hub task `model` is written as: a BertClassifier as a BertTextClassifier, a
+    BertPretrainer whose masked-LM head runs as keras-hub's (the exact GELU, epsilon 1e-5) as a
+    BertMaskedLM; None (the encoder's BertBackbone alone) otherwise. Warns of each head left
+    out: keras-hub has no BERT task for a next-sentence, span, tag or multiple-choice head, and
+    its BertMaskedLM would compute other logits from a head that runs otherwise (the
+    original's, which runs the encoder's tanh GELU and epsilon 1e-12)."""
+    from official_bert.models import BertClassifier, BertPretrainer
+
+    task, written = None, None
+    if isinstance(model, BertClassifier):
+        task, written = "BertTextClassifier", "classifier"
+    elif isinstance(model, BertPretrainer) and keras_hub_preset.runs_keras_hub_masked_lm_head(
+        model.masked_lm
+    ):
+        task, written = "BertMaskedLM", "masked_lm"
+    for part in _heads(model):
+        if part == written:
+            continue
+        if part == "masked_lm":
+            logging.warning(
+                "%s: the masked-LM head is not written: it runs %r with LayerNorm epsilon %s, "
+                "and keras-hub's BertMaskedLM head the exact GELU with epsilon 1e-5 whatever "
+                "its config says, so it would compute other logits from these weights",
+                output_dir,
+                model.masked_lm.activation,
+                model.masked_lm.layer_norm_epsilon,
+            )
+        else:
+            logging.warning(
+                "%s: the %s head is not written (keras-hub has no BERT task for it)",
+                output_dir,
+                part,
+            )
+    return task
 
 
 def _heads(model) -> list[str]:

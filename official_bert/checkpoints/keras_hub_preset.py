@@ -306,24 +306,26 @@ def write_keras_hub_preset_files(
     config,
     vocab_file: str | None,
     do_lower_case: bool,
+    task: str | None = None,
     num_classes: int | None = None,
 ) -> None:
     """Writes the files of a keras-hub preset beside its weights in `directory`:
-    tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given), for a
-    classifier (`num_classes`) task.json and preprocessor.json (a BertTextClassifier beside
-    its task.weights.h5), and config.json last, so that the folder reads as a preset only once
-    it is whole (metadata.json came first: begin_preset_write). The tokenizer lower-cases and
-    strips accents together, as the original BERT's do_lower_case does; the preprocessor pads
-    to the model's positions (at most 512).
+    tokenizer.json and assets/tokenizer/vocabulary.txt (where a vocab is given), for a `task`
+    ("BertTextClassifier" of `num_classes`, or "BertMaskedLM") its task.json and
+    preprocessor.json (beside its task.weights.h5), and config.json last, so that the folder
+    reads as a preset only once it is whole (metadata.json came first: begin_preset_write).
+    The tokenizer lower-cases and strips accents together, as the original BERT's
+    do_lower_case does; the preprocessor pads to the model's positions (at most 512), and a
+    BertMaskedLM's masks as keras-hub's defaults do (the original's 15% of tokens, 80/10/10).
     """
     from official_bert.config import write_text_atomically
 
     check_keras_hub_can_run(config)
     # An earlier preset's files that this one does not have.
     stale = [] if vocab_file is not None else [TOKENIZER_CONFIG_NAME, VOCAB_PATH]
-    if num_classes is None:
+    if task is None:
         stale += [TASK_CONFIG_NAME, TASK_WEIGHTS_NAME]
-    if num_classes is None or vocab_file is None:
+    if task is None or vocab_file is None:
         stale.append(PREPROCESSOR_CONFIG_NAME)
     for name in stale:
         if os.path.exists(os.path.join(directory, name)):
@@ -339,7 +341,6 @@ def write_keras_hub_preset_files(
         with atomic_output(os.path.join(directory, VOCAB_PATH)) as temporary:
             tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
         tokenizer = _keras_hub_object(
-            "bert_tokenizer",
             "BertTokenizer",
             "int32",
             {
@@ -358,57 +359,64 @@ def write_keras_hub_preset_files(
         write_text_atomically(os.path.join(directory, TOKENIZER_CONFIG_NAME), _json(tokenizer))
     backbone_fields = {theirs: getattr(config, ours) for ours, theirs in _SIZE_FIELDS.items()}
     backbone_fields["dropout"] = config.hidden_dropout_prob
-    backbone = _keras_hub_object("bert_backbone", "BertBackbone", "float32", backbone_fields)
-    if num_classes is not None:
+    backbone = _keras_hub_object("BertBackbone", "float32", backbone_fields)
+    if task is not None:
         preprocessor = None
         if tokenizer is not None:
-            preprocessor = _keras_hub_object(
-                "bert_text_classifier_preprocessor",
-                "BertTextClassifierPreprocessor",
-                "float32",
-                {
-                    "tokenizer": tokenizer,
-                    "config_file": PREPROCESSOR_CONFIG_NAME,
-                    "sequence_length": min(512, config.max_position_embeddings),
-                    "truncate": "round_robin",
-                },
-            )
+            preprocessor_fields = {
+                "tokenizer": tokenizer,
+                "config_file": PREPROCESSOR_CONFIG_NAME,
+                "sequence_length": min(512, config.max_position_embeddings),
+                "truncate": "round_robin",
+            }
+            if task == "BertMaskedLM":
+                # BertMaskedLMPreprocessor's defaults, as keras-hub writes them.
+                preprocessor_fields.update(
+                    mask_selection_rate=0.15,
+                    mask_selection_length=96,
+                    mask_token_rate=0.8,
+                    random_token_rate=0.1,
+                )
+            preprocessor = _keras_hub_object(f"{task}Preprocessor", "float32", preprocessor_fields)
             write_text_atomically(
                 os.path.join(directory, PREPROCESSOR_CONFIG_NAME), _json(preprocessor)
             )
-        task = {
-            "module": f"keras_hub.src.models.bert.{_MODULES['BertTextClassifier']}",
-            "class_name": "BertTextClassifier",
-            "config": {
-                "backbone": backbone,
-                "preprocessor": preprocessor,
-                "name": "bert_text_classifier",
-                "num_classes": int(num_classes),
-                "activation": "linear",  # the logits, as this project's classifier outputs
-                "dropout": config.hidden_dropout_prob,
-            },
-            "registered_name": "keras_hub>BertTextClassifier",
+        task_fields = {"backbone": backbone, "preprocessor": preprocessor, "name": _MODULES[task]}
+        if task == "BertTextClassifier":
+            task_fields.update(
+                num_classes=int(num_classes),
+                activation="linear",  # the logits, as this project's classifier outputs
+                dropout=config.hidden_dropout_prob,
+            )
+        task_values = {
+            "module": f"keras_hub.src.models.bert.{_MODULES[task]}",
+            "class_name": task,
+            "config": task_fields,
+            "registered_name": f"keras_hub>{task}",
         }
-        write_text_atomically(os.path.join(directory, TASK_CONFIG_NAME), _json(task))
+        write_text_atomically(os.path.join(directory, TASK_CONFIG_NAME), _json(task_values))
     write_text_atomically(os.path.join(directory, CONFIG_NAME), _json(backbone))
 
 
-# The keras_hub.src.models.bert module of each class written.
+# The keras_hub.src.models.bert module of each class written, which is also the name keras-hub
+# gives its object.
 _MODULES = {
     "BertBackbone": "bert_backbone",
     "BertTokenizer": "bert_tokenizer",
     "BertTextClassifier": "bert_text_classifier",
     "BertTextClassifierPreprocessor": "bert_text_classifier_preprocessor",
+    "BertMaskedLM": "bert_masked_lm",
+    "BertMaskedLMPreprocessor": "bert_masked_lm_preprocessor",
 }
 
 
-def _keras_hub_object(name: str, class_name: str, dtype: str, fields: dict) -> dict:
+def _keras_hub_object(class_name: str, dtype: str, fields: dict) -> dict:
     """A keras-hub layer's serialized config, as keras.saving writes it."""
     return {
         "module": f"keras_hub.src.models.bert.{_MODULES[class_name]}",
         "class_name": class_name,
         "config": {
-            "name": name,
+            "name": _MODULES[class_name],
             "trainable": True,
             "dtype": {
                 "module": "keras",

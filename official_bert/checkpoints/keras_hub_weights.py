@@ -442,7 +442,7 @@ def read_keras_hub_checkpoint(path: str, model, require_heads: bool = False) -> 
 def write_keras_hub_weights(model, path: str) -> str:
     """Writes the encoder of `model` as a keras-hub BertBackbone's `model.weights.h5` at `path`
     (Keras 3 addresses and variable order, float32; local paths only, as h5py writes them);
-    heads are not written (write_keras_hub_task_weights writes a classifier's). Returns `path`.
+    heads are not written (write_keras_hub_task_weights writes a task's). Returns `path`.
     Written atomically."""
     entries = [entry for entry in model_entries(model) if entry.part in ENCODER_PARTS]
     arrays = {entry.tf1_name: entry.to_tf1_value() for entry in entries}
@@ -479,27 +479,55 @@ def write_keras_hub_weights(model, path: str) -> str:
 
 
 def write_keras_hub_task_weights(model, path: str, with_preprocessor: bool) -> str:
-    """Writes a BertClassifier's head as a keras-hub BertTextClassifier's `task.weights.h5` at
-    `path`: the `logits` Dense ([hidden, classes] kernel, bias), the groups keras-hub's task
-    keeps for its dropout, preprocessor (`with_preprocessor`) and the optimizer that
-    keras-hub's tasks compile with (iteration 0, its default learning rate), as
-    `save_to_preset` writes them. Returns `path`. Written atomically."""
-    head = {e.tf1_name: e.to_tf1_value() for e in model_entries(model) if e.part == "classifier"}
+    """Writes the head of `model` as a keras-hub task's `task.weights.h5` at `path`: a
+    BertClassifier's as a BertTextClassifier's (the `logits` Dense, [hidden, classes] kernel and
+    bias, and the group of its dropout), a BertPretrainer's masked-LM head as a BertMaskedLM's
+    (the MaskedLMHead's dense, LayerNorm and output bias, and the group of the task's
+    `mask_positions` input; a next-sentence head is not written); with the groups keras-hub's
+    tasks keep for their preprocessor (`with_preprocessor`) and the optimizer they compile with
+    (iteration 0, its default learning rate), as `save_to_preset` writes them. Returns `path`.
+    Written atomically."""
+    from official_bert.models import BertClassifier
+
+    head = {
+        entry.tf1_name: entry.to_tf1_value()
+        for entry in model_entries(model)
+        if entry.part in ("classifier", "masked_lm")
+    }
+    if isinstance(model, BertClassifier):
+        task = "bert_text_classifier"
+        head_layout = {
+            "layers/dense/vars": ("logits", [head["output_weights"].T, head["output_bias"]]),
+            "layers/dropout/vars": ("classifier_dropout", []),
+        }
+        what = f"BertTextClassifier's head ({head['output_bias'].shape[0]} classes)"
+    else:
+        task = "bert_masked_lm"
+        head_layout = {
+            # The task's own input, numbered after the backbone's three (token_ids,
+            # segment_ids, padding_mask).
+            "layers/input_layer_3/vars": ("mask_positions", []),
+            f"layers/{_MASKED_LM_ADDRESS}/vars": (
+                "mlm_head",
+                [head["cls/predictions/output_bias"]],
+            ),
+        }
+        for sublayer, (given_name, names, scope) in _MASKED_LM_SUBLAYERS.items():
+            head_layout[f"layers/{_MASKED_LM_ADDRESS}/{sublayer}/vars"] = (
+                given_name,
+                [head[f"cls/predictions/{scope}/{name}"] for name in names],
+            )
+        what = "BertMaskedLM's head"
     layout = {
-        "vars": ("bert_text_classifier", []),
-        "layers/dense/vars": ("logits", [head["output_weights"].T, head["output_bias"]]),
-        "layers/dropout/vars": ("classifier_dropout", []),
+        "vars": (task, []),
+        **head_layout,
         "optimizer/vars": ("adam", [np.int64(0), np.float32(5e-5)]),
     }
     if with_preprocessor:
         layout["preprocessor/tokenizer/vars"] = ("bert_tokenizer", [])
-        layout["preprocessor/vars"] = ("bert_text_classifier_preprocessor", [])
+        layout["preprocessor/vars"] = (f"{task}_preprocessor", [])
     _write_weights_file(path, layout)
-    logging.info(
-        "Wrote a keras-hub BertTextClassifier's head (%d classes) to %s",
-        head["output_bias"].shape[0],
-        path,
-    )
+    logging.info("Wrote a keras-hub %s to %s", what, path)
     return path
 
 

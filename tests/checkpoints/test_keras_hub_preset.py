@@ -211,9 +211,17 @@ def test_pretraining_continues_from_a_masked_lm_preset(tmp_path):
     assert written["masked_lm_layer_norm_eps"] == 1e-5
 
 
-def test_masked_lm_preset_converts_to_the_original_layout(tmp_path):
-    """tf1 output: cls/predictions/... and a bert_config.json that builds the same head."""
-    convert_checkpoint(str(PRESETS / "masked_lm"), str(tmp_path / "tf1"), "tf1")
+def test_masked_lm_preset_converts_to_the_original_layout(tmp_path, caplog):
+    """tf1 output: cls/predictions/... and a bert_config.json that builds the same head; the
+    original code would run the encoder's activation and epsilon there, and a warning says so
+    (as for a safetensors output, which transformers reads so)."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        convert_checkpoint(str(PRESETS / "masked_lm"), str(tmp_path / "tf1"), "tf1")
+    assert any(
+        "the original code runs the encoder's activation" in r.getMessage() for r in caplog.records
+    )
     model = loaded_masked_lm(tmp_path / "tf1")
     assert model.next_sentence is None
     assert_masked_lm_matches(model)
@@ -615,6 +623,22 @@ def _groups_and_datasets(path):
     return found
 
 
+def assert_task_weights_match(theirs_path, ours_path):
+    """A task.weights.h5 written here holds the groups, layer names and values of the one
+    keras-hub wrote (a name keras-hub numbered, `adam_1`, is its own once: `adam`)."""
+    import re
+
+    theirs, ours = _groups_and_datasets(theirs_path), _groups_and_datasets(ours_path)
+    assert sorted(ours) == sorted(theirs)
+    for path, (kind, value) in theirs.items():
+        if kind == "dataset":
+            np.testing.assert_array_equal(ours[path][1], value, err_msg=path)
+            assert ours[path][1].dtype == value.dtype, path
+        else:
+            unnumbered = value if value is None else re.sub(r"_\d+$", "", value)
+            assert ours[path] == (kind, unnumbered), path
+
+
 def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
     """keras-hub's BertTextClassifier preset read and written back: task.weights.h5 holds the
     same groups, names and values as the one keras-hub wrote, task.json and preprocessor.json
@@ -624,17 +648,7 @@ def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
     its serving model's probabilities: checked by hand, see docs/checkpoints.md.)"""
     source, target = PRESETS / "classifier", tmp_path / "preset"
     convert_checkpoint(str(source), str(target), "keras_hub")
-    theirs = _groups_and_datasets(source / "task.weights.h5")
-    ours = _groups_and_datasets(target / "task.weights.h5")
-    assert sorted(ours) == sorted(theirs)
-    for path, (kind, value) in theirs.items():
-        if path == "preprocessor/tokenizer/vars":  # keras-hub numbers its layers' names
-            assert ours[path] == ("group", "bert_tokenizer"), path
-        elif kind == "dataset":
-            np.testing.assert_array_equal(ours[path][1], value, err_msg=path)
-            assert ours[path][1].dtype == value.dtype, path
-        else:
-            assert ours[path] == (kind, value), path
+    assert_task_weights_match(source / "task.weights.h5", target / "task.weights.h5")
 
     task, want = (json.loads((folder / "task.json").read_text()) for folder in (target, source))
     assert task["registered_name"] == want["registered_name"] == "keras_hub>BertTextClassifier"
@@ -662,6 +676,87 @@ def test_a_classifier_is_written_as_keras_hubs_text_classifier(tmp_path):
         p for p in ("task.json", "task.weights.h5", "preprocessor.json") if (target / p).exists()
     ]
     assert detect_checkpoint_format(str(target)) == "keras_hub"
+
+
+def test_a_masked_lm_is_written_as_keras_hubs_masked_lm(tmp_path):
+    """keras-hub's BertMaskedLM preset read and written back: task.weights.h5 holds the same
+    groups, names and values as the one keras-hub wrote (the MaskedLMHead's, its
+    mask_positions input's), task.json and preprocessor.json the same task (the preprocessor
+    padding to the model's positions, masking as keras-hub's defaults), and the written preset
+    is read back with keras-hub's logits. (keras-hub 0.32 loads such a preset with
+    `BertMaskedLM.from_preset` and computes this project's logits: checked by hand, see
+    docs/checkpoints.md.)"""
+    source, target = PRESETS / "masked_lm", tmp_path / "preset"
+    convert_checkpoint(str(source), str(target), "keras_hub")
+    assert_task_weights_match(source / "task.weights.h5", target / "task.weights.h5")
+    task, want = (json.loads((folder / "task.json").read_text()) for folder in (target, source))
+    assert task["registered_name"] == want["registered_name"] == "keras_hub>BertMaskedLM"
+    assert task["config"]["name"] == want["config"]["name"] == "bert_masked_lm"
+    assert sorted(task["config"]) == sorted(want["config"])
+    assert {k: v for k, v in task["config"]["backbone"]["config"].items() if k != "name"} == {
+        k: v for k, v in want["config"]["backbone"]["config"].items() if k != "name"
+    }
+    preprocessor = json.loads((target / "preprocessor.json").read_text())
+    assert preprocessor == task["config"]["preprocessor"]
+    want_preprocessor = json.loads((source / "preprocessor.json").read_text())
+    assert preprocessor["registered_name"] == want_preprocessor["registered_name"]
+    assert preprocessor["config"]["sequence_length"] == 24  # the model's positions
+    for field in (
+        "truncate",
+        "mask_selection_rate",
+        "mask_selection_length",
+        "mask_token_rate",
+        "random_token_rate",
+    ):
+        assert preprocessor["config"][field] == want_preprocessor["config"][field], field
+    assert preprocessor["config"]["tokenizer"]["config"]["lowercase"] is False
+    assert_masked_lm_matches(loaded_masked_lm(target))
+
+
+def test_a_pretrainer_is_written_as_a_masked_lm_without_its_next_sentence_head(tmp_path, caplog):
+    """A pre-training run's checkpoint (tf1, both heads) whose masked-LM head runs as
+    keras-hub's: a BertMaskedLM preset, computing the model's logits; keras-hub has no
+    next-sentence head, so that one is left out with a warning."""
+    import logging
+
+    from official_bert.checkpoints import write_original_checkpoint
+    from official_bert.models import BertPretrainer
+
+    config = read_bert_config(find_bert_config(str(PRESETS / "masked_lm")))
+    model = BertPretrainer.from_bert_config(BertEncoder.from_bert_config(config), config)
+    model.build()
+    rng = np.random.default_rng(7)
+    for weight in model.weights:  # no weight keras-hub wrote: the model's own
+        weight.assign(0.2 * rng.standard_normal(weight.shape).astype(np.float32) + weight)
+    write_original_checkpoint(model, str(tmp_path / "tf1" / "bert_model.ckpt"))
+    config.to_json_file(str(tmp_path / "tf1" / "bert_config.json"))
+    with caplog.at_level(logging.WARNING):
+        convert_checkpoint(str(tmp_path / "tf1"), str(tmp_path / "preset"), "keras_hub")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("the next_sentence head is not written" in m for m in warnings), warnings
+    task = json.loads((tmp_path / "preset" / "task.json").read_text())
+    assert task["class_name"] == "BertMaskedLM"
+    written = loaded_masked_lm(tmp_path / "preset")
+    assert written.next_sentence is None
+    np.testing.assert_allclose(masked_lm_logits(written), masked_lm_logits(model), atol=1e-6)
+
+
+def test_the_original_masked_lm_head_is_not_written_as_keras_hubs(tmp_path, caplog):
+    """The original's head runs the encoder's tanh GELU with epsilon 1e-12; keras-hub's
+    BertMaskedLM would run the exact GELU with 1e-5 on its weights: the preset is the
+    encoder's BertBackbone, and a warning says why the head is left out."""
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        convert_checkpoint(str(FIXTURES / "orig_tiny_v1000"), str(tmp_path / "preset"), "keras_hub")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(
+        "the masked-LM head is not written: it runs 'gelu' with LayerNorm epsilon 1e-12" in m
+        for m in warnings
+    ), warnings
+    assert any("the next_sentence head is not written" in m for m in warnings), warnings
+    assert not (tmp_path / "preset" / "task.json").exists()
+    assert not (tmp_path / "preset" / "task.weights.h5").exists()
 
 
 def test_a_write_cut_short_may_be_repeated_and_leaves_no_mixed_preset(tmp_path, monkeypatch):
