@@ -145,6 +145,22 @@ def random_inputs(batch=3, seq=16, vocab=100, seed=0, pad_rows=True):
     return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
 
 
+def assert_gradients_close(variables, expected, actual, rtol=1e-4, atol=1e-6):
+    """Each of `actual`'s gradients (tensors or IndexedSlices, one per variable) within
+    tolerance of `expected`'s, the failing variable named."""
+    import numpy as np
+    import tensorflow as tf
+
+    for variable, a, b in zip(variables, expected, actual, strict=True):
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(b).numpy(),
+            tf.convert_to_tensor(a).numpy(),
+            rtol=rtol,
+            atol=atol,
+            err_msg=variable.path,
+        )
+
+
 def assert_config_round_trip(layer):
     """get_config -> from_config gives the same config; the class is registered for saving."""
     import keras
