@@ -23,7 +23,7 @@ FLAGS = flags.FLAGS
 # The original flags, the runner's TF2 flags and the ablations': one flag per field of
 # PretrainingOptions.
 define_option_flags(PretrainingOptions)
-flags.mark_flags_as_required(["bert_config_file", "input_file", "output_dir"])
+flags.mark_flags_as_required(["input_file", "output_dir"])
 
 
 def main(_):

@@ -9,7 +9,7 @@ import os
 from absl import logging
 
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
-from official_bert.checkpoints.loading import read_bert_config
+from official_bert.checkpoints.loading import find_bert_config, find_vocab_file, read_bert_config
 from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.pretraining.dataset import pretraining_dataset
@@ -42,7 +42,11 @@ class PretrainingOptions(TrainingOptions):
     """
 
     # === The original flags ===
-    bert_config_file: str | None = option(None, help="bert_config.json of the model to pre-train.")
+    bert_config_file: str | None = option(
+        None,
+        help="bert_config.json of the model to pre-train (default: the config beside "
+        "--init_checkpoint: bert_config.json, or a Hugging Face / keras-hub config.json).",
+    )
     input_file: str = option(help="Input TFRecord file(s): comma-separated globs.")
     max_seq_length: int = option(128, help="Sequence length of the input files.")
     max_predictions_per_seq: int = option(20, help="Masked-LM predictions per sequence.")
@@ -71,7 +75,11 @@ class PretrainingOptions(TrainingOptions):
         help="After training, write here a fill-mask serving SavedModel (raw text with [MASK] "
         "in, the top fill_mask_top_k tokens of each mask out); needs --vocab_file.",
     )
-    vocab_file: str | None = option(None, help="vocab.txt of the model (for --export_dir).")
+    vocab_file: str | None = option(
+        None,
+        help="vocab.txt of the model (for --export_dir; default: the vocab beside "
+        "--init_checkpoint or --bert_config_file).",
+    )
     do_lower_case: bool = option(True, help="--export_dir: the model is uncased.")
     fill_mask_top_k: int = option(5, help="--export_dir: tokens returned per [MASK].")
     # Read from bert_config_file when not given.
@@ -84,9 +92,17 @@ class PretrainingOptions(TrainingOptions):
             if self.objective == "ltr":
                 logging.info("--objective=ltr: next-sentence prediction is off")
         if self.bert_config is None:
+            self.bert_config_file = self.bert_config_file or find_bert_config(self.init_checkpoint)
             if not self.bert_config_file:
-                raise ValueError("--bert_config_file is required")
+                raise ValueError(
+                    "--bert_config_file is required (none found beside --init_checkpoint)"
+                )
             self.bert_config = read_bert_config(self.bert_config_file)
+        if self.export_dir and not self.vocab_file:
+            # Continued pre-training of a downloaded model: its vocab sits beside it.
+            self.vocab_file = find_vocab_file(self.init_checkpoint) or find_vocab_file(
+                self.bert_config_file
+            )
 
 
 def validate_pretraining_options(options: PretrainingOptions) -> None:

@@ -187,20 +187,23 @@ def test_a_masked_lm_head_that_runs_otherwise_is_not_read(caplog):
 
 
 def test_pretraining_continues_from_a_masked_lm_preset(tmp_path):
-    """run_pretraining's model, given the preset's config.json and the preset as
-    init_checkpoint, starts from keras-hub's masked-LM head; its bert_config.json keeps the
-    head's activation and epsilon for the checkpoints it writes."""
+    """run_pretraining's model, given only the preset as init_checkpoint, reads the preset's
+    config.json (and, for the fill-mask export, its vocabulary) and starts from keras-hub's
+    masked-LM head; its bert_config.json keeps the head's activation and epsilon for the
+    checkpoints it writes."""
     from official_bert.tasks.pretraining import PretrainingOptions, PretrainingTask
 
     preset = PRESETS / "masked_lm"
     options = PretrainingOptions(
-        bert_config_file=str(preset / "config.json"),
         init_checkpoint=str(preset),
         input_file="unused.tfrecord",
         output_dir=str(tmp_path),
         do_train=True,
         use_next_sentence_label=False,
+        export_dir=str(tmp_path / "fill_mask"),
     )
+    assert options.bert_config_file == str(preset / "config.json")
+    assert options.vocab_file == str(preset / "assets" / "tokenizer" / "vocabulary.txt")
     task = PretrainingTask(options)
     model = task.build_model()
     task.initialize(model)

@@ -147,6 +147,26 @@ def test_script_flags_and_bad_lengths(sample_records, tmp_path):
     assert "max_seq_length = 128, but --max_seq_length=64" in result.stderr
 
 
+def test_the_config_and_vocab_beside_init_checkpoint_are_defaults(tmp_path):
+    """Continued pre-training of an original-layout model: --bert_config_file and (for the
+    fill-mask export) --vocab_file default to the files beside --init_checkpoint; with neither a
+    config nor a checkpoint the error names the flag."""
+    BertConfig(**TINY).to_json_file(str(tmp_path / "bert_config.json"))
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    options = PretrainingOptions(
+        init_checkpoint=str(tmp_path / "bert_model.ckpt"),
+        input_file="unused.tfrecord",
+        output_dir=str(tmp_path / "out"),
+        do_train=True,
+        export_dir=str(tmp_path / "fill_mask"),
+    )
+    assert options.bert_config_file == str(tmp_path / "bert_config.json")
+    assert options.bert_config.hidden_size == TINY["hidden_size"]
+    assert options.vocab_file == str(tmp_path / "vocab.txt")
+    with pytest.raises(ValueError, match="--bert_config_file is required"):
+        PretrainingOptions(input_file="unused.tfrecord", output_dir=str(tmp_path), do_train=True)
+
+
 def _write_short_sample_records(minilm_dir, folder, **settings):
     """The sample text as two files of 32-token examples (5 predictions); returns their
     comma-separated paths."""
