@@ -12,7 +12,7 @@ from official_bert.data.feature_extraction_inputs import convert_text_examples, 
 from official_bert.models import BertEncoder
 from official_bert.tasks.feature_extraction import extract_features
 from official_bert.tokenization import FullTokenizer
-from tests.conftest import REPO_ROOT
+from tests.conftest import FIXTURES, REPO_ROOT
 from tests.warm_interpreter import run_script
 
 
@@ -274,3 +274,44 @@ def test_each_batch_runs_as_long_as_its_longest_line(original_tiny_dir, tmp_path
     for row, line in enumerate(lines):
         values = [token["layers"][0]["values"] for token in line["features"]]
         np.testing.assert_allclose(values, full[row, : len(values)], atol=2e-6)
+
+
+def test_a_checkpoint_without_a_pooler_is_read_without_a_warning(tmp_path, caplog):
+    """Features are layer outputs, never the pooled_output: a Hugging Face token-classification
+    file (no bert.pooler.*) gives them without the warning that a bare encoder's pooled_output
+    would be random (which loading it as an encoder elsewhere still gives)."""
+    import logging
+
+    from official_bert.tasks.feature_extraction import (
+        FeatureExtractionOptions,
+        run_feature_extraction,
+    )
+
+    source = FIXTURES / "hf_finetuned_heads" / "token_classification"
+    config = BertConfig.from_json_file(str(source / "config.json"))
+    vocab = tmp_path / "vocab.txt"
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat"]
+    names = specials + [f"word{i}" for i in range(config.vocab_size - len(specials))]
+    vocab.write_text("\n".join(names) + "\n")
+    text = tmp_path / "input.txt"
+    text.write_text("the cat sat\n")
+    output = tmp_path / "features.jsonl"
+    options = FeatureExtractionOptions(
+        input_file=str(text),
+        output_file=str(output),
+        vocab_file=str(vocab),
+        init_checkpoint=str(source),
+        layers="-1",
+        max_seq_length=8,
+    )
+    with caplog.at_level(logging.WARNING):
+        assert run_feature_extraction(options) == 1
+    assert not [r.getMessage() for r in caplog.records if "pooler" in r.getMessage()]
+    line = json.loads(output.read_text())
+    assert [f["token"] for f in line["features"]] == ["[CLS]", "the", "cat", "sat", "[SEP]"]
+
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    with caplog.at_level(logging.WARNING):
+        load_bert_weights(encoder, str(source))
+    assert any("holds no pooler" in r.getMessage() for r in caplog.records)

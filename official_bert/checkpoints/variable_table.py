@@ -7,6 +7,8 @@ they are what BERT users and the original code know.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 
 import numpy as np
@@ -258,9 +260,28 @@ def skippable_parts(
     return absent
 
 
+# Set around a load whose encoder's pooled_output nobody reads (extract_features writes layer
+# outputs only). A context variable rather than a keyword: the readers of every layout pass a
+# model through two or three functions, none of which needs to know of it.
+_POOLED_OUTPUT_UNUSED = contextvars.ContextVar("pooled_output_unused", default=False)
+
+
+@contextlib.contextmanager
+def pooled_output_unused():
+    """Within: the bare encoders loaded are used for their per-token outputs only, so a
+    checkpoint without a pooler (of a question-answering, tagging or masked-LM model) is read
+    without the warning that their pooled_output would be random."""
+    token = _POOLED_OUTPUT_UNUSED.set(True)
+    try:
+        yield
+    finally:
+        _POOLED_OUTPUT_UNUSED.reset(token)
+
+
 def uses_pooler(model) -> bool:
-    """Whether `model`'s outputs depend on the pooler: a bare encoder (its pooled_output), a
-    sentence classifier, a pre-training model with the next-sentence head."""
+    """Whether `model`'s outputs depend on the pooler: a bare encoder (its pooled_output, unless
+    within pooled_output_unused), a sentence classifier, a pre-training model with the
+    next-sentence head."""
     from official_bert.models import (
         BertClassifier,
         BertEncoder,
@@ -270,7 +291,9 @@ def uses_pooler(model) -> bool:
 
     if isinstance(model, BertPretrainer):
         return model.next_sentence is not None
-    return isinstance(model, (BertEncoder, BertClassifier, BertMultipleChoice))
+    if isinstance(model, BertEncoder):
+        return not _POOLED_OUTPUT_UNUSED.get()
+    return isinstance(model, (BertClassifier, BertMultipleChoice))
 
 
 def log_kept_initializations(parts: set[str], model, source: str) -> None:

@@ -21,6 +21,7 @@ from absl import logging
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import CHECKPOINT_FORMATS, load_bert_weights
 from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.checkpoints.variable_table import pooled_output_unused
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import (
     TokenFeatures,
@@ -334,7 +335,10 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     with fast_kernels(options.fast_kernels):
         encoder = BertEncoder.from_bert_config(config)
         encoder.build()
-    load_bert_weights(encoder, options.init_checkpoint, checkpoint_format=options.checkpoint_format)
+    with pooled_output_unused():  # layer outputs only: a checkpoint without a pooler is whole
+        load_bert_weights(
+            encoder, options.init_checkpoint, checkpoint_format=options.checkpoint_format
+        )
     if options.fast_kernels:
         # The same outputs (dict of sequence, pooled and per-layer outputs) from fused products.
         encoder = FusedInferenceEncoder(encoder, dtype=options.inference_dtype)
