@@ -11,10 +11,11 @@ and written beside the output (a keras_hub preset holds its own config.json and 
 
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.checkpoints import CHECKPOINT_FORMATS, WRITABLE_CHECKPOINT_FORMATS
 from official_bert.checkpoints.conversion import convert_checkpoint
+from official_bert.script_main import run_main
 
 FLAGS = flags.FLAGS
 
@@ -46,4 +47,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

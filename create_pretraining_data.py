@@ -19,6 +19,7 @@ from official_bert.data.pretraining.data_writer import (
     write_pretraining_examples,
 )
 from official_bert.data.text_corpus import expand_input_patterns
+from official_bert.script_main import run_main
 
 FLAGS = flags.FLAGS
 
@@ -174,4 +175,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -14,10 +14,11 @@ Load an encoder with `tensorflow_hub.KerasLayer` (tf_keras), `keras.layers.TFSML
 
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.checkpoints import CHECKPOINT_FORMATS
 from official_bert.export.tfhub_export import EXPORT_TYPES, export_tfhub
+from official_bert.script_main import run_main
 
 FLAGS = flags.FLAGS
 
@@ -74,4 +75,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -11,10 +11,11 @@ config.json works as bert_config_file) or one of this project's checkpoints.
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.kernels import use_fast_kernels, use_frozen_weight_products
 from official_bert.option_flags import define_option_flags, options_from_flags
+from official_bert.script_main import run_main
 from official_bert.tasks.feature_extraction import FeatureExtractionOptions, run_feature_extraction
 
 FLAGS = flags.FLAGS
@@ -43,4 +44,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

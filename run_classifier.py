@@ -12,10 +12,11 @@ with --task_name=generic --multi_label, on examples that each have a set of labe
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
+from official_bert.script_main import run_main
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 
@@ -33,4 +34,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -17,6 +17,7 @@ from absl import app, flags
 
 from official_bert.end_to_end_demo import DemoSettings, run_demo
 from official_bert.end_to_end_demo_chinese import run_chinese_demo
+from official_bert.script_main import run_main
 
 flags.DEFINE_string(
     "output_dir",
@@ -62,4 +63,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

@@ -16,10 +16,11 @@ The layout of output_dir: official_bert/tasks/multitask.py.
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
+from official_bert.script_main import run_main
 from official_bert.tasks.multitask import MultiTaskOptions, run_multitask
 
 FLAGS = flags.FLAGS
@@ -36,4 +37,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

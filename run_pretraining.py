@@ -12,10 +12,11 @@ the pre-training ablations of the BERT paper (section 5.1).
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
 
-from absl import app, flags
+from absl import flags
 
 from official_bert.kernels import use_fast_kernels
 from official_bert.option_flags import define_option_flags, options_from_flags
+from official_bert.script_main import run_main
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
 
 FLAGS = flags.FLAGS
@@ -32,4 +33,4 @@ def main(_):
 
 
 if __name__ == "__main__":
-    app.run(main)
+    run_main(main)

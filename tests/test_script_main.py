@@ -1,0 +1,52 @@
+"""The scripts report a mistake in their input as one line, and keep the traceback of anything
+else (official_bert/script_main.py)."""
+
+import keras
+import pytest
+
+from official_bert.config import BertConfig, BertConfigError
+from official_bert.script_main import is_input_error
+from official_bert.tasks.feature_extraction import parse_layer_indexes
+from tests.conftest import REPO_ROOT
+from tests.warm_interpreter import run_script
+
+SCRIPT = str(REPO_ROOT / "run_pretraining.py")
+
+
+def _raised(function, *args):
+    try:
+        function(*args)
+    except Exception as error:  # the test looks at what was raised
+        return error
+    raise AssertionError(f"{function.__name__} raised nothing")
+
+
+def test_the_librarys_own_errors_are_input_errors(tmp_path):
+    """The library's ValueErrors and error classes and its failed opens carry their own
+    messages; an error raised inside Keras or a KeyError does not count."""
+    assert is_input_error(_raised(parse_layer_indexes, "-9", 2), SCRIPT)
+    config = tmp_path / "bert_config.json"
+    config.write_text('{"hidden_size": 64}')
+    error = _raised(BertConfig.from_json_file, str(config))
+    assert isinstance(error, BertConfigError) and is_input_error(error, SCRIPT)
+    assert is_input_error(_raised(BertConfig.from_json_file, str(tmp_path / "absent.json")), SCRIPT)
+
+    assert not is_input_error(_raised(keras.layers.Dense, -1), SCRIPT)
+    assert not is_input_error(_raised(dict().__getitem__, "key"), SCRIPT)
+    assert not is_input_error(ValueError("never raised: no traceback"), SCRIPT)
+
+
+@pytest.mark.parametrize("verbosity", [[], ["-v", "1"]], ids=["default", "verbose"])
+def test_a_script_prints_the_message_alone_unless_asked_for_more(tmp_path, verbosity):
+    result = run_script(
+        [SCRIPT, "--input_file=x.tfrecord", f"--output_dir={tmp_path}", "--do_train", *verbosity],
+        timeout=120,
+        cwd=REPO_ROOT,
+    )
+    assert result.returncode == 1
+    message = "--bert_config_file is required (none found beside --init_checkpoint)"
+    if verbosity:
+        assert "Traceback (most recent call last)" in result.stderr
+        assert f"ValueError: {message}" in result.stderr
+    else:
+        assert result.stderr.strip().splitlines() == [f"run_pretraining.py: error: {message}"]
