@@ -15,6 +15,7 @@ SCRIPTS = (
     "create_pretraining_data.py",
     "run_pretraining.py",
     "run_classifier.py",
+    "run_classifier_with_tfhub.py",
     "run_squad.py",
     "run_multitask.py",
     "extract_features.py",

@@ -41,6 +41,7 @@ SCRIPTS = (
     "create_pretraining_data.py",
     "run_pretraining.py",
     "run_classifier.py",
+    "run_classifier_with_tfhub.py",
     "run_multitask.py",
     "run_squad.py",
     "extract_features.py",
@@ -378,7 +379,13 @@ def test_markers_say_what_they_do(tmp_path):
 # Scripts that train: each takes 15-30 s of tracing and running even on the tiny model, so the
 # default run runs the first documented command of each end to end and checks the flags and
 # options of the others (test_documented_command_parses); `pytest -m slow` runs them all.
-TRAINING_SCRIPTS = ("run_classifier.py", "run_pretraining.py", "run_squad.py", "run_multitask.py")
+TRAINING_SCRIPTS = (
+    "run_classifier.py",
+    "run_classifier_with_tfhub.py",
+    "run_pretraining.py",
+    "run_squad.py",
+    "run_multitask.py",
+)
 
 
 def commands_run_by_default(commands: list[str]) -> set[str]:

@@ -73,9 +73,11 @@ class FinetuningOptions(TrainingOptions):
     )
     hub_module_handle: str | None = option(
         None,
-        help="An encoder exported by export_tfhub.py (--export_type=model) to fine-tune "
-        "instead of --init_checkpoint (its bert_config.json, vocab and casing are the defaults "
-        "of those flags).",
+        help="A BERT encoder SavedModel of the TF Hub BERT API to fine-tune instead of "
+        "--init_checkpoint: a folder (export_tfhub.py --export_type=model writes one) or a URL "
+        "(e.g. https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4, downloaded to "
+        "TFHUB_CACHE_DIR). Its vocab and casing (and bert_config.json, if it has one) are the "
+        "defaults of those flags.",
     )
     trim_padding: bool = option(
         True, help="Cut each batch to its longest example (same results, faster; not TPU)."
@@ -103,7 +105,15 @@ class FinetuningOptions(TrainingOptions):
             or exported.get("bert_config_file")
             or find_bert_config(self.init_checkpoint)
         )
-        if not self.bert_config_file:
+        if self.bert_config_file:
+            self.bert_config = read_bert_config(self.bert_config_file)
+        elif exported.get("config_values"):
+            # A TF Hub encoder without a bert_config.json asset (Model Garden's exports, the
+            # TF2 BERT encoders of tfhub.dev): the sizes its variables and outputs tell.
+            self.bert_config = BertConfig.from_dict(
+                exported["config_values"], source=f"the encoder at {self.hub_module_handle}"
+            )
+        else:
             raise ValueError("--bert_config_file is required (none found beside --init_checkpoint)")
         self.vocab_file = (
             self.vocab_file
@@ -115,7 +125,6 @@ class FinetuningOptions(TrainingOptions):
             self.do_lower_case = exported.get("do_lower_case")
         if self.do_lower_case is None:
             self.do_lower_case = find_lower_case(self.init_checkpoint)
-        self.bert_config = read_bert_config(self.bert_config_file)
 
 
 def _names_export(options) -> bool:

@@ -1,0 +1,47 @@
+"""A TF Hub handle as a local SavedModel folder: URLs downloaded (and cached) by tensorflow_hub.
+
+`--hub_module_handle` (and `--bert_hub_module_handle` of run_classifier_with_tfhub.py) takes what
+TF Hub users pass: a folder (local, or any file system TensorFlow reads, gs:// included) or an
+http(s) URL such as https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4 or a Kaggle
+model URL. tensorflow_hub's resolver downloads a URL once into TFHUB_CACHE_DIR (by default a
+folder under the system's temporary directory) and gives back that folder; it is imported only
+for URLs, since it also imports tf_keras.
+
+The 2018 BERT modules (https://tfhub.dev/google/bert_uncased_L-12_H-768_A-12/1 and its kin, the
+ones the original run_classifier_with_tfhub.py used) are in the TF1 Hub format, which TensorFlow
+2 can run but not fine-tune (tensorflow.org/hub/model_compatibility); such a folder is refused
+with the TF2 alternatives named.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tensorflow as tf
+
+# The marker file of the TF1 Hub format (hub.Module); TF2 SavedModels have none.
+_TF1_HUB_MODULE_FILE = "tfhub_module.pb"
+
+
+def resolve_hub_handle(handle: str) -> str:
+    """The local (or gs://) SavedModel folder of `handle`: downloaded and cached by
+    tensorflow_hub when it is an http(s) URL, else `handle` itself.
+
+    Raises:
+      ValueError: the folder holds a TF1 Hub format module.
+    """
+    handle = str(handle)
+    path = handle
+    if handle.startswith(("http://", "https://")):
+        import tensorflow_hub  # only here: it imports tf_keras
+
+        path = tensorflow_hub.resolve(handle)
+    if tf.io.gfile.exists(os.path.join(path, _TF1_HUB_MODULE_FILE)):
+        raise ValueError(
+            f"{handle} is a TF1 Hub format module (hub.Module, as the 2018 BERT modules at "
+            "tfhub.dev/google/bert_*/1), which TensorFlow 2 cannot fine-tune: use the TF2 "
+            "SavedModel of the same model (e.g. https://tfhub.dev/tensorflow/"
+            "bert_en_uncased_L-12_H-768_A-12/4 for google/bert_uncased_L-12_H-768_A-12/1), or its "
+            "original checkpoint as --init_checkpoint"
+        )
+    return path
