@@ -5,7 +5,8 @@ TF Hub users pass: a folder (local, or any file system TensorFlow reads, gs:// i
 http(s) URL such as https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4 or a Kaggle
 model URL. tensorflow_hub's resolver downloads a URL once into TFHUB_CACHE_DIR (by default a
 folder under the system's temporary directory) and gives back that folder; it is imported only
-for URLs, since it also imports tf_keras.
+for URLs, since it also imports tf_keras (installed with the project's test extra, which `make
+install` installs; a bare `pip install` of the package leaves it out).
 
 The 2018 BERT modules (https://tfhub.dev/google/bert_uncased_L-12_H-768_A-12/1 and its kin, the
 ones the original run_classifier_with_tfhub.py used) are in the TF1 Hub format, which TensorFlow
@@ -33,8 +34,14 @@ def resolve_hub_handle(handle: str) -> str:
     handle = str(handle)
     path = handle
     if handle.startswith(("http://", "https://")):
-        import tensorflow_hub  # only here: it imports tf_keras
-
+        try:
+            import tensorflow_hub  # only here: it imports tf_keras
+        except ImportError as error:
+            raise ImportError(
+                f"downloading {handle} needs tensorflow_hub, which needs tf_keras: pip install "
+                "tf-keras==2.21.0 (`make install` does), or download the model and pass its "
+                f"folder ({error})"
+            ) from error
         path = tensorflow_hub.resolve(handle)
     if tf.io.gfile.exists(os.path.join(path, _TF1_HUB_MODULE_FILE)):
         raise ValueError(

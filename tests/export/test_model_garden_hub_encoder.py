@@ -144,3 +144,12 @@ def test_folders_pass_and_a_tf1_hub_module_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="TF1 Hub format module") as raised:
         resolve_hub_handle(str(legacy))
     assert "bert_en_uncased_L-12_H-768_A-12/4" in str(raised.value)
+
+
+def test_a_url_without_tensorflow_hub_says_what_to_install(monkeypatch):
+    """tensorflow_hub imports tf_keras, which a bare install of the package lacks."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "tensorflow_hub", None)  # import -> ImportError
+    with pytest.raises(ImportError, match="pip install tf-keras==2.21.0"):
+        resolve_hub_handle("https://tfhub.dev/tensorflow/bert_en_uncased_L-12_H-768_A-12/4")
