@@ -17,6 +17,12 @@ from official_bert.checkpoints import (
     safetensors_bert,
 )
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
+from official_bert.checkpoints.tf1_hub_module import (
+    is_tf1_hub_module,
+    module_bert_config,
+    module_do_lower_case,
+    module_vocab_file,
+)
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
@@ -172,7 +178,8 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
 
 def read_bert_config(path: str):
     """A BertConfig from an original `bert_config.json`, a Hugging Face `config.json` or a
-    keras-hub preset's `config.json` (a BertBackbone's).
+    keras-hub preset's `config.json` (a BertBackbone's), or the one a TF1 Hub module folder
+    holds in its variables and graph.
 
     The first two spell "gelu" differently (tanh form in the original, erf form in HF), so they
     must not be confused: a file with HF-only keys (`model_type`, `architectures`,
@@ -182,6 +189,8 @@ def read_bert_config(path: str):
 
     from official_bert.config import BertConfig, BertConfigError
 
+    if is_tf1_hub_module(path):
+        return module_bert_config(path)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"BERT config file not found: {path}")
     with tf.io.gfile.GFile(path, "r") as reader:
@@ -197,9 +206,12 @@ def read_bert_config(path: str):
 
 
 def find_bert_config(init_checkpoint: str | None) -> str | None:
-    """The config file that sits beside a checkpoint (bert_config.json or HF config.json)."""
+    """The config file that sits beside a checkpoint (bert_config.json or HF config.json); for
+    a TF1 Hub module, the module's folder, which holds it (read_bert_config reads it there)."""
     if not init_checkpoint:
         return None
+    if is_tf1_hub_module(init_checkpoint):
+        return init_checkpoint
     directory = (
         init_checkpoint if os.path.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
     )
@@ -211,10 +223,13 @@ def find_bert_config(init_checkpoint: str | None) -> str | None:
 
 
 def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
-    """The vocab that sits beside a checkpoint or config file: vocab.txt, or a keras-hub
-    preset's assets/tokenizer/vocabulary.txt; None where there is neither."""
+    """The vocab that sits beside a checkpoint or config file: vocab.txt, a keras-hub preset's
+    assets/tokenizer/vocabulary.txt or a TF1 Hub module's assets/vocab.txt; None where there is
+    none."""
     if not checkpoint_or_config:
         return None
+    if is_tf1_hub_module(checkpoint_or_config):
+        return module_vocab_file(checkpoint_or_config)
     directory = (
         checkpoint_or_config
         if os.path.isdir(checkpoint_or_config)
@@ -227,11 +242,14 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
 
 
 def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
-    """The casing a checkpoint's own files record: a keras-hub preset's tokenizer.json, or a
-    Hugging Face tokenizer_config.json's do_lower_case where its vocabulary agrees (below); None
-    where they record none (the original checkpoints' casing is in their names)."""
+    """The casing a checkpoint's own files record: a TF1 Hub module's tokenization_info, a
+    keras-hub preset's tokenizer.json, or a Hugging Face tokenizer_config.json's do_lower_case
+    where its vocabulary agrees (below); None where they record none (the original checkpoints'
+    casing is in their names)."""
     if not checkpoint_or_config:
         return None
+    if is_tf1_hub_module(checkpoint_or_config):
+        return module_do_lower_case(checkpoint_or_config)
     lowercase = keras_hub_preset.preset_lowercase(checkpoint_or_config)
     if lowercase is not None:
         return lowercase

@@ -11,6 +11,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
+from official_bert.checkpoints.tf1_hub_module import is_tf1_hub_module, module_checkpoint_prefix
 from official_bert.checkpoints.variable_table import (
     WeightEntry,
     log_kept_initializations,
@@ -35,7 +36,10 @@ _KNOWN_HEAD_VARIABLE = re.compile(r"^(cls/.*|output_weights|output_bias)$")
 
 
 def resolve_checkpoint_prefix(path: str) -> str:
-    """The checkpoint prefix for `path`: a prefix itself, or a directory with a `checkpoint` file."""
+    """The checkpoint prefix for `path`: a prefix itself, a directory with a `checkpoint` file,
+    or the folder of a TF1 Hub module (its variables/variables)."""
+    if is_tf1_hub_module(path):
+        return module_checkpoint_prefix(path)
     if tf.io.gfile.isdir(path):
         prefix = tf.train.latest_checkpoint(path)
         if prefix is None:

@@ -10,45 +10,25 @@ install` installs; a bare `pip install` of the package leaves it out).
 
 The 2018 BERT modules (https://tfhub.dev/google/bert_uncased_L-12_H-768_A-12/1 and its kin, the
 ones the original run_classifier_with_tfhub.py used) are in the TF1 Hub format, which TensorFlow
-2 can run but not fine-tune (tensorflow.org/hub/model_compatibility); such a folder is refused
-with the TF2 alternatives named.
+2 can run but not fine-tune as a module (tensorflow.org/hub/model_compatibility); their folders
+are read as original checkpoints instead (official_bert/checkpoints/tf1_hub_module.py).
 """
 
 from __future__ import annotations
 
-import os
-
-import tensorflow as tf
-
-# The marker file of the TF1 Hub format (hub.Module); TF2 SavedModels have none.
-_TF1_HUB_MODULE_FILE = "tfhub_module.pb"
-
 
 def resolve_hub_handle(handle: str) -> str:
-    """The local (or gs://) SavedModel folder of `handle`: downloaded and cached by
-    tensorflow_hub when it is an http(s) URL, else `handle` itself.
-
-    Raises:
-      ValueError: the folder holds a TF1 Hub format module.
-    """
+    """The local (or gs://) folder of `handle`: downloaded and cached by tensorflow_hub when it
+    is an http(s) URL, else `handle` itself."""
     handle = str(handle)
-    path = handle
-    if handle.startswith(("http://", "https://")):
-        try:
-            import tensorflow_hub  # only here: it imports tf_keras
-        except ImportError as error:
-            raise ImportError(
-                f"downloading {handle} needs tensorflow_hub, which needs tf_keras: pip install "
-                "tf-keras==2.21.0 (`make install` does), or download the model and pass its "
-                f"folder ({error})"
-            ) from error
-        path = tensorflow_hub.resolve(handle)
-    if tf.io.gfile.exists(os.path.join(path, _TF1_HUB_MODULE_FILE)):
-        raise ValueError(
-            f"{handle} is a TF1 Hub format module (hub.Module, as the 2018 BERT modules at "
-            "tfhub.dev/google/bert_*/1), which TensorFlow 2 cannot fine-tune: use the TF2 "
-            "SavedModel of the same model (e.g. https://tfhub.dev/tensorflow/"
-            "bert_en_uncased_L-12_H-768_A-12/4 for google/bert_uncased_L-12_H-768_A-12/1), or its "
-            "original checkpoint as --init_checkpoint"
-        )
-    return path
+    if not handle.startswith(("http://", "https://")):
+        return handle
+    try:
+        import tensorflow_hub  # only here: it imports tf_keras
+    except ImportError as error:
+        raise ImportError(
+            f"downloading {handle} needs tensorflow_hub, which needs tf_keras: pip install "
+            "tf-keras==2.21.0 (`make install` does), or download the model and pass its "
+            f"folder ({error})"
+        ) from error
+    return tensorflow_hub.resolve(handle)

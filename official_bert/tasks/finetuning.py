@@ -20,6 +20,7 @@ from official_bert.checkpoints.loading import (
     find_vocab_file,
     read_bert_config,
 )
+from official_bert.checkpoints.tf1_hub_module import is_tf1_hub_module
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.export.exported_bert_encoder import (
@@ -27,6 +28,7 @@ from official_bert.export.exported_bert_encoder import (
     read_exported_encoder_settings,
 )
 from official_bert.export.fused_encoder_model import FusedEncoderModel
+from official_bert.export.hub_handle import resolve_hub_handle
 from official_bert.models import BertEncoder
 from official_bert.option_flags import option
 from official_bert.tasks.task import Task
@@ -87,6 +89,13 @@ class FinetuningOptions(TrainingOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.hub_module_handle and not self.init_checkpoint:
+            local = resolve_hub_handle(self.hub_module_handle)
+            if is_tf1_hub_module(local):
+                # TensorFlow 2 cannot fine-tune a TF1 Hub module as a module; its variables are
+                # an original checkpoint, so the run starts from them as from one.
+                logging.info("%s: a TF1 Hub module, read as a checkpoint", self.hub_module_handle)
+                self.init_checkpoint, self.hub_module_handle = local, None
         if self.bert_config is None and self.needs_model():
             self._resolve_model_files()
         if self.do_lower_case is None:

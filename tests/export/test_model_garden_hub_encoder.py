@@ -1,7 +1,7 @@
 """TF Hub encoders that this project did not export: TF Model Garden's layout (the TF2 BERT
 encoders of tfhub.dev; tests/fixtures/model_garden_hub_encoder, made by
 tests/fixtures/make_model_garden_hub_encoder.py with tf-models-official 2.20), handles given as
-URLs (downloaded by tensorflow_hub), and the TF1 Hub format refused by name."""
+URLs (downloaded by tensorflow_hub). (TF1 Hub modules: tests/checkpoints/test_tf1_hub_module.py.)"""
 
 import functools
 import http.server
@@ -134,16 +134,9 @@ def test_run_classifier_with_tfhub_fine_tunes_a_module_behind_a_url(
     ).read_text()
 
 
-def test_folders_pass_and_a_tf1_hub_module_is_refused_by_name(tmp_path):
+def test_a_folder_is_its_own_handle():
     folder = str(MODEL_GARDEN / "encoder")
     assert resolve_hub_handle(folder) == folder
-    legacy = tmp_path / "bert_uncased_L-12_H-768_A-12_1"
-    legacy.mkdir()
-    (legacy / "saved_model.pb").write_bytes(b"")
-    (legacy / "tfhub_module.pb").write_bytes(b"")
-    with pytest.raises(ValueError, match="TF1 Hub format module") as raised:
-        resolve_hub_handle(str(legacy))
-    assert "bert_en_uncased_L-12_H-768_A-12/4" in str(raised.value)
 
 
 def test_a_url_without_tensorflow_hub_says_what_to_install(monkeypatch):
