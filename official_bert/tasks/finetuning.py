@@ -303,13 +303,22 @@ def load_init_checkpoint(
         # First the encoder, whose own mismatch (another model size) is the error to report.
         checkpoint_format = load_bert_weights(model.encoder, init_checkpoint)
         for part, size in error.head_sizes.items():
+            if part == "multiple_choice":
+                # A multiple-choice head scores one choice (1 output); transformers names a
+                # sentence classifier's head alike, so that is what such a file most likely is.
+                found = (
+                    f"a head of {size} outputs under a multiple-choice head's names, which has "
+                    "1 (most likely a sentence classifier's, which transformers names alike)"
+                )
+            else:
+                found = (
+                    f"a {part} head of {size} outputs where this task's has "
+                    f"{getattr(model, part).num_classes}"
+                )
             logging.warning(
-                "%s holds a %s head of %d outputs where this task's has %d: training starts "
-                "from its encoder and a new head",
+                "%s holds %s: training starts from its encoder and a new head",
                 init_checkpoint,
-                part,
-                size,
-                getattr(model, part).num_classes,
+                found,
             )
     else:
         if head is not None and _head_was_read(head, initial_head):
