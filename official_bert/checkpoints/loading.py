@@ -23,14 +23,21 @@ from official_bert.checkpoints.tf1_hub_module import (
     module_do_lower_case,
     module_vocab_file,
 )
+from official_bert.checkpoints.tf_hub_encoder import (
+    is_tf_hub_encoder,
+    read_tf_hub_encoder_arrays,
+    tf_hub_encoder_config,
+    tf_hub_encoder_lower_case,
+)
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
 # object: this project's own tf.train.Checkpoint of a Keras model;
 # pytorch: HF BertModel names in PyTorch's pytorch_model.bin (read only, without PyTorch);
 # h5: transformers' TensorFlow 2 weights, tf_model.h5 (read only);
-# keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (the encoder written).
-CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5", "keras_hub")
+# keras_hub: a keras-hub BertBackbone preset, Keras 3 model.weights.h5 (the encoder written);
+# tf_hub: a TF2 BERT encoder SavedModel of the TF Hub BERT API (read only; tf_hub_encoder.py).
+CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "pytorch", "h5", "keras_hub", "tf_hub")
 WRITABLE_CHECKPOINT_FORMATS = ("tf1", "safetensors", "object", "keras_hub")
 
 
@@ -116,6 +123,8 @@ def detect_checkpoint_format(path: str) -> str:
         return "pytorch"
     if keras_hub_preset.holds_keras_hub_preset(path) and not _holds_tf_checkpoint(path):
         return "keras_hub"
+    if is_tf_hub_encoder(path):
+        return "tf_hub"
     if _holds_weights(path, (keras_h5_bert.WEIGHTS_NAME,), (keras_h5_bert.FILE_SUFFIX,)):
         return "h5"
     _refuse_other_frameworks(path)
@@ -153,6 +162,9 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
             keras_h5_bert.read_h5_checkpoint(path, model, **kwargs)
         elif checkpoint_format == "keras_hub":
             keras_hub_weights.read_keras_hub_checkpoint(path, model, **kwargs)
+        elif checkpoint_format == "tf_hub":
+            arrays = read_tf_hub_encoder_arrays(path)
+            original_tf1.load_tf1_named_arrays(arrays, model, f"TF Hub encoder {path}", **kwargs)
         else:
             raise ValueError(
                 f"unknown checkpoint format {checkpoint_format!r}; expected {CHECKPOINT_FORMATS}"
@@ -191,6 +203,8 @@ def read_bert_config(path: str):
 
     if is_tf1_hub_module(path):
         return module_bert_config(path)
+    if is_tf_hub_encoder(path):
+        return tf_hub_encoder_config(path)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"BERT config file not found: {path}")
     with tf.io.gfile.GFile(path, "r") as reader:
@@ -207,10 +221,11 @@ def read_bert_config(path: str):
 
 def find_bert_config(init_checkpoint: str | None) -> str | None:
     """The config file that sits beside a checkpoint (bert_config.json or HF config.json); for
-    a TF1 Hub module, the module's folder, which holds it (read_bert_config reads it there)."""
+    a TF Hub module (TF1 or TF2), the module's folder, which holds it (read_bert_config reads it
+    there)."""
     if not init_checkpoint:
         return None
-    if is_tf1_hub_module(init_checkpoint):
+    if is_tf1_hub_module(init_checkpoint) or is_tf_hub_encoder(init_checkpoint):
         return init_checkpoint
     directory = (
         init_checkpoint if os.path.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
@@ -230,6 +245,8 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
         return None
     if is_tf1_hub_module(checkpoint_or_config):
         return module_vocab_file(checkpoint_or_config)
+    if is_tf_hub_encoder(checkpoint_or_config):
+        return os.path.join(checkpoint_or_config, "assets", "vocab.txt")
     directory = (
         checkpoint_or_config
         if os.path.isdir(checkpoint_or_config)
@@ -250,6 +267,8 @@ def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
         return None
     if is_tf1_hub_module(checkpoint_or_config):
         return module_do_lower_case(checkpoint_or_config)
+    if is_tf_hub_encoder(checkpoint_or_config):
+        return tf_hub_encoder_lower_case(checkpoint_or_config)
     lowercase = keras_hub_preset.preset_lowercase(checkpoint_or_config)
     if lowercase is not None:
         return lowercase

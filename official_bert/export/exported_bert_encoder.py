@@ -15,6 +15,7 @@ import re
 import keras
 import tensorflow as tf
 
+from official_bert.checkpoints.tf_hub_encoder import exported_encoder_config
 from official_bert.export.hub_handle import resolve_hub_handle
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -62,51 +63,6 @@ def read_exported_encoder_settings(handle: str) -> dict:
         None if settings["bert_config_file"] else exported_encoder_config(module, str(handle))
     )
     return settings
-
-
-def exported_encoder_config(module, handle: str) -> dict:
-    """The bert_config.json fields that a loaded exported encoder without a bert_config.json
-    asset (TF Model Garden's exports, the TF2 BERT encoders on tfhub.dev) tells: hidden_size
-    and num_hidden_layers from a call's outputs (their signature names differ between
-    exporters); vocab_size, max_position_embeddings, type_vocab_size, num_attention_heads and
-    intermediate_size from its variables' shapes (names as Model Garden's and this project's
-    exports write them; a size no variable tells is left out, so BertConfig's default stands).
-    """
-    ids = tf.zeros([1, 2], tf.int32)
-    outputs = module(
-        {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids},
-        training=False,
-    )
-    values = {
-        "hidden_size": int(outputs["pooled_output"].shape[-1]),
-        "num_hidden_layers": len(outputs["encoder_outputs"]),
-    }
-    # (field, a substring of the variable's name, its rank, the axis that holds the size)
-    for field, name_part, rank, axis in (
-        ("vocab_size", "word_embeddings", 2, 0),
-        ("max_position_embeddings", "position_embedding", 2, 0),
-        ("type_vocab_size", "type_embeddings", 2, 0),
-        ("num_attention_heads", "query/kernel", 3, 1),  # [hidden, heads, head_size]
-        ("intermediate_size", "intermediate/kernel", 2, 1),
-    ):
-        sizes = {
-            int(variable.shape[axis])
-            for variable in module.variables
-            if name_part in variable.name and len(variable.shape) == rank
-        }
-        if len(sizes) == 1:
-            values[field] = sizes.pop()
-    if "num_attention_heads" not in values:
-        # The module runs its own attention, so this field only needs to divide hidden_size; 64
-        # values per head is every Google BERT's.
-        hidden = values["hidden_size"]
-        values["num_attention_heads"] = hidden // 64 if hidden % 64 == 0 else 1
-    if "vocab_size" not in values:
-        raise ValueError(
-            f"{handle}: no word-embedding variable (a name with 'word_embeddings') to read the "
-            "vocabulary size from; pass --bert_config_file"
-        )
-    return values
 
 
 @keras.saving.register_keras_serializable(package="official_bert")

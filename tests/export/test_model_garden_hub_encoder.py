@@ -14,12 +14,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
+from official_bert.checkpoints.loading import find_lower_case, find_vocab_file, read_bert_config
+from official_bert.checkpoints.tf_hub_encoder import exported_encoder_config
 from official_bert.export.exported_bert_encoder import (
     ExportedBertEncoder,
-    exported_encoder_config,
     read_exported_encoder_settings,
 )
 from official_bert.export.hub_handle import resolve_hub_handle
+from official_bert.models import BertEncoder
 from tests.conftest import FIXTURES, REPO_ROOT
 from tests.tiny_data import write_tiny_task
 from tests.warm_interpreter import run_script
@@ -43,6 +46,60 @@ def test_a_model_garden_encoder_computes_its_own_outputs():
     np.testing.assert_allclose(
         np.stack(outputs["encoder_outputs"]), reference["encoder_outputs"], atol=1e-5
     )
+
+
+def _encoder_outputs(encoder, reference):
+    inputs = {name: reference[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    return encoder(inputs, training=False)
+
+
+def test_its_weights_fill_this_projects_encoder(tmp_path):
+    """Read as a checkpoint ("tf_hub"), the module's weights in a BertEncoder (the original's
+    tanh GELU, as Model Garden's) compute the module's outputs; converted to safetensors, the
+    same."""
+    from official_bert.checkpoints.conversion import convert_checkpoint
+
+    module = str(MODEL_GARDEN / "encoder")
+    assert detect_checkpoint_format(module) == "tf_hub"
+    assert find_vocab_file(module) == str(MODEL_GARDEN / "encoder" / "assets" / "vocab.txt")
+    assert find_lower_case(module) is True
+    config = read_bert_config(module)
+    assert (config.num_attention_heads, config.hidden_act) == (2, "gelu")
+    reference = np.load(MODEL_GARDEN / "outputs.npz")
+    encoder = BertEncoder.from_bert_config(config)
+    encoder.build()
+    assert load_bert_weights(encoder, module) == "tf_hub"
+    for source in (module, convert_checkpoint(module, str(tmp_path / "st"), "safetensors")):
+        if source != module:
+            encoder = BertEncoder.from_bert_config(
+                read_bert_config(str(tmp_path / "st" / "config.json"))
+            )
+            encoder.build()
+            load_bert_weights(encoder, source)
+        outputs = _encoder_outputs(encoder, reference)
+        np.testing.assert_allclose(outputs["pooled_output"], reference["pooled_output"], atol=1e-5)
+        np.testing.assert_allclose(
+            np.stack(outputs["encoder_outputs"]), reference["encoder_outputs"], atol=1e-5
+        )
+
+
+def test_an_export_of_ours_reads_back_as_its_source(tiny_exports, tiny_checkpoint_dir):
+    """This project's own export (other variable names, a bert_config.json asset) gives the
+    weights of the checkpoint it was exported from, exactly."""
+    config = read_bert_config(tiny_exports["model"])
+    assert (
+        config.to_dict()
+        == read_bert_config(str(tiny_checkpoint_dir / "bert_config.json")).to_dict()
+    )
+    from_module, from_source = (BertEncoder.from_bert_config(config) for _ in range(2))
+    for encoder, path in (
+        (from_module, tiny_exports["model"]),
+        (from_source, str(tiny_checkpoint_dir / "bert_model.ckpt")),
+    ):
+        encoder.build()
+        load_bert_weights(encoder, path)
+    for a, b in zip(from_module.weights, from_source.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 def test_the_config_is_read_off_the_module(tiny_exports, tiny_checkpoint_dir):
