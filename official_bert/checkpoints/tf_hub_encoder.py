@@ -13,8 +13,10 @@ Names: each variable is mapped to its original TF1 name (`bert/encoder/layer_N/.
 naming of Model Garden's BertEncoder (`transformer/layer_N/self_attention/query/kernel`, ...) or
 of this project's exports (`bert_encoder/transformer_layer_N/attention/query/kernel`, ...); the
 per-head kernels [hidden, heads, head_size] and [heads, head_size, hidden] are the original's
-[hidden, hidden] matrices reshaped. Variables of neither naming (a masked-LM head, the
-`do_lower_case` flag) are left out. The config: the module's bert_config.json asset where it
+[hidden, hidden] matrices reshaped. A model_with_mlm export's masked-LM head (its `mlm` object;
+Model Garden's `bert/cls/predictions/...`, ours `masked_lm/...`) is read as the original
+`cls/predictions`, so pre-training continues from it. Other variables (the `do_lower_case`
+flag, random-state seeds) are left out. The config: the module's bert_config.json asset where it
 has one, else what its variables and outputs tell (exported_encoder_config, which
 export/exported_bert_encoder.py also reads) with the original's GELU (the tanh form, as Model
 Garden's BERT runs it).
@@ -30,7 +32,8 @@ import tensorflow as tf
 
 # (pattern on the variable's name without ":0", its original TF1 name) for Model Garden's and
 # this project's exports (Keras numbers a second BertEncoder of a process bert_encoder_1, ...).
-_OURS = r"bert_encoder(?:_\d+)?/"
+_PRETRAINER = r"(?:bert_pretrainer(?:_\d+)?/)?"  # model_with_mlm: the encoder inside it
+_OURS = _PRETRAINER + r"bert_encoder(?:_\d+)?/"
 _LAYER = rf"(?:transformer/layer_|{_OURS}transformer_layer_)(\d+)/"
 _NAME_TABLE = [
     (
@@ -68,6 +71,22 @@ _NAME_TABLE = [
         r"bert/encoder/layer_\1/output/LayerNorm/\2",
     ),
     (rf"(?:pooler_transform|{_OURS}pooler)/(kernel|bias)", r"bert/pooler/dense/\1"),
+    # The masked-LM head of a model_with_mlm export (its `mlm` object): Model Garden's keeps the
+    # original names under bert/, ours its layers' names.
+    (
+        rf"(?:bert/cls/predictions/output_bias/bias|{_PRETRAINER}masked_lm/output_bias)",
+        "cls/predictions/output_bias",
+    ),
+    (
+        rf"(?:bert/cls/predictions/transform/dense|{_PRETRAINER}masked_lm/transform_dense)/"
+        r"(kernel|bias)",
+        r"cls/predictions/transform/dense/\1",
+    ),
+    (
+        rf"(?:bert/cls/predictions/transform/LayerNorm|{_PRETRAINER}masked_lm/"
+        r"transform_layer_norm)/(gamma|beta)",
+        r"cls/predictions/transform/LayerNorm/\1",
+    ),
 ]
 
 
@@ -91,14 +110,19 @@ def _original_name(variable_name: str) -> str | None:
 
 
 def read_tf_hub_encoder_arrays(path: str) -> dict[str, np.ndarray]:
-    """{original TF1 name: value in the original layout} of the module's encoder and pooler.
+    """{original TF1 name: value in the original layout} of the module's encoder and pooler, and
+    of its masked-LM head where it has one (a model_with_mlm export).
 
     Raises:
       ValueError: no variable of either naming (not a BERT encoder), or two of one name.
     """
     module = tf.saved_model.load(path)
+    variables = list(module.variables)
+    if hasattr(module, "mlm"):  # model_with_mlm: the head's variables are the `mlm` object's
+        seen = {id(variable) for variable in variables}
+        variables += [v for v in module.mlm.variables if id(v) not in seen]
     arrays = {}
-    for variable in module.variables:
+    for variable in variables:
         name = _original_name(variable.name)
         if name is None:
             continue

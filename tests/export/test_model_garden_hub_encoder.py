@@ -55,8 +55,9 @@ def _encoder_outputs(encoder, reference):
 
 def test_its_weights_fill_this_projects_encoder(tmp_path):
     """Read as a checkpoint ("tf_hub"), the module's weights in a BertEncoder (the original's
-    tanh GELU, as Model Garden's) compute the module's outputs; converted to safetensors, the
-    same."""
+    tanh GELU, as Model Garden's) compute the module's outputs; converted to the original
+    layout, the same. (To safetensors it becomes a BertForMaskedLM, which has no pooler: the
+    layers' outputs are the same there.)"""
     from official_bert.checkpoints.conversion import convert_checkpoint
 
     module = str(MODEL_GARDEN / "encoder")
@@ -66,40 +67,72 @@ def test_its_weights_fill_this_projects_encoder(tmp_path):
     config = read_bert_config(module)
     assert (config.num_attention_heads, config.hidden_act) == (2, "gelu")
     reference = np.load(MODEL_GARDEN / "outputs.npz")
-    encoder = BertEncoder.from_bert_config(config)
-    encoder.build()
-    assert load_bert_weights(encoder, module) == "tf_hub"
-    for source in (module, convert_checkpoint(module, str(tmp_path / "st"), "safetensors")):
-        if source != module:
-            encoder = BertEncoder.from_bert_config(
-                read_bert_config(str(tmp_path / "st" / "config.json"))
-            )
-            encoder.build()
-            load_bert_weights(encoder, source)
+    sources = {
+        "tf_hub": module,
+        "tf1": convert_checkpoint(module, str(tmp_path / "tf1"), "tf1"),
+        "safetensors": convert_checkpoint(module, str(tmp_path / "st"), "safetensors"),
+    }
+    for layout, source in sources.items():
+        encoder = BertEncoder.from_bert_config(config)
+        encoder.build()
+        assert load_bert_weights(encoder, source) == layout
         outputs = _encoder_outputs(encoder, reference)
-        np.testing.assert_allclose(outputs["pooled_output"], reference["pooled_output"], atol=1e-5)
         np.testing.assert_allclose(
             np.stack(outputs["encoder_outputs"]), reference["encoder_outputs"], atol=1e-5
         )
+        if layout != "safetensors":
+            np.testing.assert_allclose(
+                outputs["pooled_output"], reference["pooled_output"], atol=1e-5
+            )
+
+
+def test_pretraining_continues_from_its_masked_lm_head(tmp_path):
+    """The module's `mlm` head (Model Garden's bert/cls/predictions/...) is read as the original
+    cls/predictions: run_pretraining's model, given only the folder as init_checkpoint, computes
+    the module's masked-LM logits."""
+    from official_bert.tasks.pretraining import PretrainingOptions, PretrainingTask
+
+    options = PretrainingOptions(
+        init_checkpoint=str(MODEL_GARDEN / "encoder"),
+        input_file="unused.tfrecord",
+        output_dir=str(tmp_path),
+        do_train=True,
+        use_next_sentence_label=False,
+    )
+    task = PretrainingTask(options)
+    model = task.build_model()
+    task.initialize(model)
+    reference = np.load(MODEL_GARDEN / "outputs.npz")
+    names = ("input_word_ids", "input_mask", "input_type_ids", "masked_lm_positions")
+    outputs = model({name: reference[name] for name in names}, training=False)
+    np.testing.assert_allclose(outputs["mlm_logits"], reference["mlm_logits"], atol=1e-5)
 
 
 def test_an_export_of_ours_reads_back_as_its_source(tiny_exports, tiny_checkpoint_dir):
-    """This project's own export (other variable names, a bert_config.json asset) gives the
-    weights of the checkpoint it was exported from, exactly."""
+    """This project's own exports (other variable names, a bert_config.json asset; the encoder
+    inside a pretrainer with its masked-LM head in model_with_mlm) give the weights of the
+    checkpoint they were exported from, exactly."""
+    from official_bert.models import BertPretrainer
+
+    source = str(tiny_checkpoint_dir / "bert_model.ckpt")
     config = read_bert_config(tiny_exports["model"])
-    assert (
-        config.to_dict()
-        == read_bert_config(str(tiny_checkpoint_dir / "bert_config.json")).to_dict()
-    )
-    from_module, from_source = (BertEncoder.from_bert_config(config) for _ in range(2))
-    for encoder, path in (
-        (from_module, tiny_exports["model"]),
-        (from_source, str(tiny_checkpoint_dir / "bert_model.ckpt")),
+    expected = read_bert_config(str(tiny_checkpoint_dir / "bert_config.json"))
+    assert config.to_dict() == expected.to_dict()
+    for export_type, make in (
+        ("model", lambda: BertEncoder.from_bert_config(config)),
+        (
+            "model_with_mlm",
+            lambda: BertPretrainer(
+                BertEncoder.from_bert_config(config), use_next_sentence_label=False
+            ),
+        ),
     ):
-        encoder.build()
-        load_bert_weights(encoder, path)
-    for a, b in zip(from_module.weights, from_source.weights, strict=True):
-        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        from_module, from_source = make(), make()
+        for model, path in ((from_module, tiny_exports[export_type]), (from_source, source)):
+            model.build()
+            load_bert_weights(model, path, require_heads=True)
+        for a, b in zip(from_module.weights, from_source.weights, strict=True):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
 def test_the_config_is_read_off_the_module(tiny_exports, tiny_checkpoint_dir):
