@@ -16,12 +16,25 @@ are read as original checkpoints instead (official_bert/checkpoints/tf1_hub_modu
 
 from __future__ import annotations
 
+import os
+
+import tensorflow as tf
+
 
 def resolve_hub_handle(handle: str) -> str:
     """The local (or gs://) folder of `handle`: downloaded and cached by tensorflow_hub when it
-    is an http(s) URL, else `handle` itself."""
+    is an http(s) URL, else `handle` itself.
+
+    Raises:
+      FileNotFoundError: a folder without saved_model.pb.
+    """
     handle = str(handle)
     if not handle.startswith(("http://", "https://")):
+        if not tf.io.gfile.exists(os.path.join(handle, "saved_model.pb")):
+            raise FileNotFoundError(
+                f"TF Hub handle {handle}: no saved_model.pb there; expected the folder of a TF "
+                "Hub BERT module (TF2 encoder or TF1 Hub format) or an http(s) URL of one"
+            )
         return handle
     try:
         import tensorflow_hub  # only here: it imports tf_keras

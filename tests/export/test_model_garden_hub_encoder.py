@@ -224,9 +224,11 @@ def test_run_classifier_with_tfhub_fine_tunes_a_module_behind_a_url(
     ).read_text()
 
 
-def test_a_folder_is_its_own_handle():
+def test_a_folder_is_its_own_handle(tmp_path):
     folder = str(MODEL_GARDEN / "encoder")
     assert resolve_hub_handle(folder) == folder
+    with pytest.raises(FileNotFoundError, match="no saved_model.pb there"):
+        resolve_hub_handle(str(tmp_path))
 
 
 def test_a_url_without_tensorflow_hub_says_what_to_install(monkeypatch):
