@@ -188,16 +188,22 @@ def exported_encoder_config(module, handle: str) -> dict:
     return values
 
 
-def tf_hub_encoder_config(path: str):
-    """The BertConfig of the module at `path`: its bert_config.json asset, else the sizes its
-    variables and outputs tell, with the original's GELU."""
+def encoder_module_config(module, source: str):
+    """The BertConfig of a loaded TF Hub BERT encoder: its bert_config.json asset, else the
+    sizes its variables and outputs tell (exported_encoder_config), with the original's GELU.
+    `source` names the module in messages."""
     from official_bert.config import BertConfig
 
-    asset = os.path.join(path, "assets", "bert_config.json")
-    if tf.io.gfile.exists(asset):
-        return BertConfig.from_json_file(asset)
-    values = exported_encoder_config(tf.saved_model.load(path), path)
-    return BertConfig.from_dict({**values, "hidden_act": "gelu"}, source=path)
+    asset = getattr(module, "bert_config_file", None)
+    if asset is not None:
+        return BertConfig.from_json_file(asset.asset_path.numpy().decode("utf-8"))
+    values = exported_encoder_config(module, source)
+    return BertConfig.from_dict({**values, "hidden_act": "gelu"}, source=source)
+
+
+def tf_hub_encoder_config(path: str):
+    """The BertConfig of the module at `path` (encoder_module_config)."""
+    return encoder_module_config(tf.saved_model.load(path), path)
 
 
 def tf_hub_encoder_lower_case(path: str) -> bool | None:

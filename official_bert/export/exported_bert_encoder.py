@@ -9,13 +9,12 @@ module's own `__call__` with `training`, so dropout switches as in the source mo
 
 from __future__ import annotations
 
-import json
 import re
 
 import keras
 import tensorflow as tf
 
-from official_bert.checkpoints.tf_hub_encoder import exported_encoder_config
+from official_bert.checkpoints.tf_hub_encoder import encoder_module_config
 from official_bert.export.hub_handle import resolve_hub_handle
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -55,13 +54,10 @@ def exported_encoder_settings(module, handle: str) -> dict:
 
 def read_exported_encoder_settings(handle: str) -> dict:
     """`exported_encoder_settings` of the encoder exported at `handle` (a folder or a URL),
-    and "config_values": exported_encoder_config's fields where it has no bert_config_file
-    (else None)."""
+    and "bert_config": its BertConfig (tf_hub_encoder.encoder_module_config)."""
     module = tf.saved_model.load(resolve_hub_handle(handle))
     settings = exported_encoder_settings(module, str(handle))
-    settings["config_values"] = (
-        None if settings["bert_config_file"] else exported_encoder_config(module, str(handle))
-    )
+    settings["bert_config"] = encoder_module_config(module, str(handle))
     return settings
 
 
@@ -94,15 +90,10 @@ class ExportedBertEncoder(keras.layers.Layer):
         settings = exported_encoder_settings(self._module, self.handle)
         self.vocab_file = settings["vocab_file"]
         self.do_lower_case = settings["do_lower_case"]
-        config = {}
-        if settings["bert_config_file"]:
-            with tf.io.gfile.GFile(settings["bert_config_file"]) as reader:
-                config = json.load(reader)
-        if not config:
-            config = exported_encoder_config(self._module, self.handle)
-        self.hidden_size = config["hidden_size"]
-        self.num_layers = config["num_hidden_layers"]
-        self.initializer_range = config.get("initializer_range", 0.02)
+        config = encoder_module_config(self._module, self.handle)
+        self.hidden_size = config.hidden_size
+        self.num_layers = config.num_hidden_layers
+        self.initializer_range = config.initializer_range
 
         # === Variables: the module's own tf.Variables under Keras names ===
         trainable_ids = {id(variable) for variable in self._module.trainable_variables}

@@ -116,12 +116,10 @@ class FinetuningOptions(TrainingOptions):
         )
         if self.bert_config_file:
             self.bert_config = read_bert_config(self.bert_config_file)
-        elif exported.get("config_values"):
+        elif exported:
             # A TF Hub encoder without a bert_config.json asset (Model Garden's exports, the
             # TF2 BERT encoders of tfhub.dev): the sizes its variables and outputs tell.
-            self.bert_config = BertConfig.from_dict(
-                exported["config_values"], source=f"the encoder at {self.hub_module_handle}"
-            )
+            self.bert_config = exported["bert_config"]
         else:
             raise ValueError("--bert_config_file is required (none found beside --init_checkpoint)")
         self.vocab_file = (

@@ -140,7 +140,7 @@ def test_the_config_is_read_off_the_module(tiny_exports, tiny_checkpoint_dir):
     as their bert_config.json would give them."""
     settings = read_exported_encoder_settings(str(MODEL_GARDEN / "encoder"))
     assert settings["bert_config_file"] is None
-    assert settings["config_values"] == {
+    expected = {
         "hidden_size": 32,
         "num_hidden_layers": 2,
         "vocab_size": 100,
@@ -149,6 +149,8 @@ def test_the_config_is_read_off_the_module(tiny_exports, tiny_checkpoint_dir):
         "num_attention_heads": 2,
         "intermediate_size": 64,
     }
+    config = settings["bert_config"].to_dict()
+    assert {name: config[name] for name in expected} == expected
     ours = json.loads((tiny_checkpoint_dir / "bert_config.json").read_text())
     values = exported_encoder_config(tf.saved_model.load(tiny_exports["model"]), "ours")
     assert values == {name: ours[name] for name in values}
