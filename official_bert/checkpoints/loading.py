@@ -190,8 +190,8 @@ def save_bert_weights(model, path: str, checkpoint_format: str) -> str:
 
 def read_bert_config(path: str):
     """A BertConfig from an original `bert_config.json`, a Hugging Face `config.json` or a
-    keras-hub preset's `config.json` (a BertBackbone's), or the one a TF1 Hub module folder
-    holds in its variables and graph.
+    keras-hub preset's `config.json` (a BertBackbone's), or the one a TF Hub module folder holds
+    (a TF1 module's in its variables and graph, a TF2 encoder's as an asset or in the module).
 
     The first two spell "gelu" differently (tanh form in the original, erf form in HF), so they
     must not be confused: a file with HF-only keys (`model_type`, `architectures`,
@@ -239,7 +239,7 @@ def find_bert_config(init_checkpoint: str | None) -> str | None:
 
 def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
     """The vocab that sits beside a checkpoint or config file: vocab.txt, a keras-hub preset's
-    assets/tokenizer/vocabulary.txt or a TF1 Hub module's assets/vocab.txt; None where there is
+    assets/tokenizer/vocabulary.txt or a TF Hub module's assets/vocab.txt; None where there is
     none."""
     if not checkpoint_or_config:
         return None
@@ -259,10 +259,10 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
 
 
 def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
-    """The casing a checkpoint's own files record: a TF1 Hub module's tokenization_info, a
-    keras-hub preset's tokenizer.json, or a Hugging Face tokenizer_config.json's do_lower_case
-    where its vocabulary agrees (below); None where they record none (the original checkpoints'
-    casing is in their names)."""
+    """The casing a checkpoint's own files record: a TF1 Hub module's tokenization_info, a TF2
+    one's do_lower_case, a keras-hub preset's tokenizer.json, or a Hugging Face
+    tokenizer_config.json's do_lower_case where its vocabulary agrees (below); None where they
+    record none (the original checkpoints' casing is in their names)."""
     if not checkpoint_or_config:
         return None
     if is_tf1_hub_module(checkpoint_or_config):
