@@ -10,8 +10,8 @@ Streams the corpus in chunks over --num_workers processes; memory does not grow 
 
 import _quiet_start  # noqa: F401  # isort: skip  (first: no CUDA/oneDNN start-up lines)
 
-import os
 
+import tensorflow as tf
 from absl import app, flags
 
 from official_bert.data.pretraining.data_writer import (
@@ -113,7 +113,7 @@ def output_paths(output_file: str, num_output_shards: int | None) -> list[str]:
 
 
 def main(_):
-    if not os.path.exists(FLAGS.vocab_file):
+    if not tf.io.gfile.exists(FLAGS.vocab_file):  # gs:// too, as in the original
         raise FileNotFoundError(f"--vocab_file not found: {FLAGS.vocab_file}")
     settings = PretrainingDataSettings(
         vocab_file=FLAGS.vocab_file,

@@ -22,7 +22,7 @@ FLAGS = flags.FLAGS
 
 # The original flags and the TF2 ones: one flag per field of FeatureExtractionOptions.
 define_option_flags(FeatureExtractionOptions)
-flags.mark_flags_as_required(["input_file", "output_file", "vocab_file", "init_checkpoint"])
+flags.mark_flags_as_required(["input_file", "output_file", "init_checkpoint"])
 # A choice of the process, not of the task (docs/kernels.md#frozen-weight-products).
 flags.DEFINE_bool(
     "frozen_weights",

@@ -150,9 +150,9 @@ def read_json_object(path: str) -> dict | None:
     JSON holding an object (for the optional side files of a checkpoint folder, whose absence
     or damage means "not said there")."""
     try:
-        with open(path, encoding="utf-8") as reader:
-            values = json.load(reader)
-    except (OSError, UnicodeDecodeError, ValueError):
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            values = json.loads(reader.read().decode("utf-8"))
+    except (OSError, tf.errors.OpError, UnicodeDecodeError, ValueError):
         return None
     return values if isinstance(values, dict) else None
 

@@ -18,6 +18,7 @@ from official_bert.checkpoints import (
 )
 from official_bert.checkpoints.variable_table import CheckpointMismatchError, uses_pooler
 from official_bert.config import BertConfig, check_vocab_matches_config
+from official_bert.file_system import same_file
 
 # The file (or prefix) each format is written to inside the output directory.
 OUTPUT_NAMES = {
@@ -161,7 +162,7 @@ def convert_checkpoint(
     )
     _warn_of_an_initialized_pooler(model, input_checkpoint, input_format, output_format)
     _warn_of_a_masked_lm_head_of_its_own(model, output_format)
-    os.makedirs(output_dir, exist_ok=True)
+    tf.io.gfile.makedirs(output_dir)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
     if output_format == "keras_hub":
         _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint)
@@ -181,7 +182,7 @@ def convert_checkpoint(
         )
     if vocab_file is not None:
         target = os.path.join(output_dir, "vocab.txt")
-        if os.path.abspath(vocab_file) != os.path.abspath(target):
+        if not same_file(vocab_file, target):
             with atomic_output(target) as temporary:
                 tf.io.gfile.copy(vocab_file, temporary, overwrite=True)
         if output_format == "safetensors":

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 
+import tensorflow as tf
+
 from official_bert.checkpoints import safetensors_bert
+from official_bert.file_system import is_file, parent_folder
 
 # Where a fine-tuning run's output folder keeps its label names (the serving export's).
 RUN_LABELS_FILE = os.path.join("serving_model", "assets.extra", "labels.txt")
@@ -21,7 +24,7 @@ RUN_THRESHOLDS_FILE = os.path.join("serving_model", "assets.extra", "label_thres
 
 def checkpoint_directory(path: str) -> str:
     """The folder of a checkpoint: `path` itself, or the folder of a file or prefix in it."""
-    return path if os.path.isdir(path) else (os.path.dirname(path) or ".")
+    return parent_folder(path)
 
 
 def hf_config_file(checkpoint: str, bert_config_file: str | None = None) -> str | None:
@@ -47,9 +50,9 @@ def head_label_names(
     if names is not None:
         return names
     labels_file = os.path.join(checkpoint_directory(checkpoint), RUN_LABELS_FILE)
-    if not os.path.isfile(labels_file):
+    if not is_file(labels_file):
         return None
-    with open(labels_file, encoding="utf-8") as reader:
+    with tf.io.gfile.GFile(labels_file, "r") as reader:
         names = reader.read().splitlines()
     return names if len(names) == count and len(set(names)) == count else None
 
@@ -66,7 +69,7 @@ def multi_label_run(checkpoint: str) -> bool:
 
     directory = checkpoint_directory(checkpoint)
     thresholds = (label_thresholds_path(directory), os.path.join(directory, RUN_THRESHOLDS_FILE))
-    return any(map(os.path.isfile, thresholds))
+    return any(map(is_file, thresholds))
 
 
 # The Hugging Face classes whose heads transformers names alike (`classifier.weight` and

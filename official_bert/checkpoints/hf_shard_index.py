@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 import os
 
+import tensorflow as tf
+
+from official_bert.file_system import is_file
+
 
 def weight_files(
     path: str, single_name: str, index_name: str, what: str
@@ -18,17 +22,17 @@ def weight_files(
     what: the kind of weights, for messages ("safetensors", "PyTorch weights").
     Raises FileNotFoundError naming what is missing, or ValueError for an unreadable index.
     """
-    if not os.path.isdir(path):
-        if not os.path.isfile(path):
+    if not tf.io.gfile.isdir(path):
+        if not is_file(path):
             raise FileNotFoundError(f"{what} file not found: {path}")
         return [(path, None)]
     single = os.path.join(path, single_name)
-    if os.path.isfile(single):
+    if is_file(single):
         return [(single, None)]
     index = os.path.join(path, index_name)
-    if not os.path.isfile(index):
+    if not is_file(index):
         raise FileNotFoundError(f"{path}: neither {single_name} nor {index_name}")
-    with open(index, encoding="utf-8") as reader:
+    with tf.io.gfile.GFile(index, "r") as reader:
         try:
             items = list(json.load(reader)["weight_map"].items())
         except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
@@ -46,7 +50,7 @@ def weight_files(
         ):
             raise ValueError(f"{index}: {name} is in {shard!r}, not a file name beside the index")
         shard_path = os.path.join(path, shard)
-        if not os.path.isfile(shard_path):
+        if not is_file(shard_path):
             raise FileNotFoundError(f"{index}: {name} is in {shard}, which is not in {path}")
         names_by_shard.setdefault(shard_path, set()).add(name)
     return [(shard, frozenset(names)) for shard, names in names_by_shard.items()]

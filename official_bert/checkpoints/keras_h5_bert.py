@@ -15,9 +15,11 @@ import os
 import re
 
 import numpy as np
+import tensorflow as tf
 
 from official_bert.checkpoints.original_tf1 import load_tf1_named_arrays
 from official_bert.checkpoints.variable_table import model_entries
+from official_bert.file_system import is_file, local_copy
 
 WEIGHTS_NAME = "tf_model.h5"
 FILE_SUFFIX = ".h5"
@@ -57,9 +59,9 @@ def tf1_name(h5_weight_name: str) -> str:
 
 def h5_weights_path(path: str) -> str:
     """`path` itself, or tf_model.h5 inside the directory `path`."""
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         path = os.path.join(path, WEIGHTS_NAME)
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise FileNotFoundError(f"TensorFlow 2 HDF5 weights file not found: {path}")
     return path
 
@@ -71,7 +73,7 @@ def load_h5_arrays(path: str) -> dict[str, np.ndarray]:
     path = h5_weights_path(path)
     arrays = {}
     try:
-        with h5py.File(path, "r") as file:
+        with local_copy(path) as local, h5py.File(local, "r") as file:
             if "layer_names" not in file.attrs:
                 raise ValueError(
                     f"{path}: not Keras 2 save_weights HDF5 (no 'layer_names'), as transformers "

@@ -31,6 +31,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
+from official_bert.file_system import is_file, parent_folder
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.weights.h5"
@@ -160,17 +161,16 @@ def bert_config_from_keras_hub(values: dict, source: str = CONFIG_NAME):
 
 def preset_directory(path: str) -> str:
     """The preset folder of `path` (the folder itself, or the folder of a file in it)."""
-    return path if os.path.isdir(path) else (os.path.dirname(path) or ".")
+    return parent_folder(path)
 
 
 def holds_keras_hub_preset(path: str) -> bool:
     """Whether `path` is a keras-hub preset: a folder with keras-hub's config.json or its
     weights (a damaged config.json is then reported by what reads it), a `.weights.h5` file, or
     a preset's config.json or task.json."""
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         return read_keras_hub_json(os.path.join(path, CONFIG_NAME)) is not None or any(
-            os.path.isfile(os.path.join(path, name))
-            for name in (WEIGHTS_NAME, SHARDED_WEIGHTS_INDEX)
+            is_file(os.path.join(path, name)) for name in (WEIGHTS_NAME, SHARDED_WEIGHTS_INDEX)
         )
     if path.endswith(WEIGHTS_SUFFIX):
         return True
@@ -183,7 +183,7 @@ def holds_keras_hub_preset(path: str) -> bool:
 def preset_vocab_file(path: str) -> str | None:
     """The preset's WordPiece vocab (assets/tokenizer/vocabulary.txt), where there is one."""
     candidate = os.path.join(preset_directory(path), VOCAB_PATH)
-    return candidate if os.path.isfile(candidate) else None
+    return candidate if is_file(candidate) else None
 
 
 def preset_lowercase(path: str) -> bool | None:
@@ -246,11 +246,11 @@ def check_preset_output_dir(directory: str) -> None:
     """Raises a ValueError where `directory` holds files other than those of a preset this
     project writes (a keras-hub task's, another checkpoint's): they would be mixed into the new
     preset. A folder that does not exist, is empty, or holds such a preset may be written."""
-    if not os.path.isdir(directory):
+    if not tf.io.gfile.isdir(directory):
         return
     ours = set(_written_files())
     found, others = [], []
-    for root, _, names in os.walk(directory):
+    for root, _, names in tf.io.gfile.walk(directory):
         for name in names:
             # Temporary names of a write that was killed (atomic_output's `.NAME.tmp-PID`).
             if name.startswith(".") and ".tmp-" in name:
@@ -297,8 +297,8 @@ def begin_preset_write(directory: str, parameter_count: int) -> None:
     }
     write_text_atomically(os.path.join(directory, METADATA_NAME), _json(metadata))
     config = os.path.join(directory, CONFIG_NAME)
-    if os.path.exists(config):
-        os.remove(config)
+    if tf.io.gfile.exists(config):
+        tf.io.gfile.remove(config)
 
 
 def write_keras_hub_preset_files(
@@ -328,8 +328,8 @@ def write_keras_hub_preset_files(
     if task is None or vocab_file is None:
         stale.append(PREPROCESSOR_CONFIG_NAME)
     for name in stale:
-        if os.path.exists(os.path.join(directory, name)):
-            os.remove(os.path.join(directory, name))
+        if tf.io.gfile.exists(os.path.join(directory, name)):
+            tf.io.gfile.remove(os.path.join(directory, name))
     tokenizer = None
     if vocab_file is None:
         logging.warning(

@@ -24,6 +24,7 @@ import os
 import re
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
@@ -34,6 +35,7 @@ from official_bert.checkpoints.variable_table import (
     CheckpointMismatchError,
     model_entries,
 )
+from official_bert.file_system import is_file, local_copy, local_output
 
 _BACKBONE = "a keras-hub BertBackbone's weights"
 _CLASSIFIER_HEAD = "a keras-hub BertTextClassifier's head"
@@ -340,17 +342,18 @@ def _masked_lm_head_arrays(weights: _WeightsFile) -> dict:
 def _open(path: str):
     import h5py  # Keras's own dependency; imported here, as only this layout needs it
 
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise FileNotFoundError(f"keras-hub weights file not found: {path}")
-    try:
-        file = h5py.File(path, "r")
-    except OSError as error:  # h5py's error for a file that is not HDF5, or is damaged
-        raise ValueError(f"{path}: not a readable HDF5 file ({error})") from None
-    with file:
+    with local_copy(path) as local:
         try:
-            yield file
-        except (OSError, KeyError) as error:  # a damaged dataset inside a readable file
-            raise ValueError(f"{path}: damaged Keras weights ({error})") from None
+            file = h5py.File(local, "r")
+        except OSError as error:  # h5py's error for a file that is not HDF5, or is damaged
+            raise ValueError(f"{path}: not a readable HDF5 file ({error})") from None
+        with file:
+            try:
+                yield file
+            except (OSError, KeyError) as error:  # a damaged dataset inside a readable file
+                raise ValueError(f"{path}: damaged Keras weights ({error})") from None
 
 
 def _weights_path(path: str) -> str:
@@ -362,8 +365,8 @@ def _weights_path(path: str) -> str:
         os.path.basename(path) == preset_files.TASK_WEIGHTS_NAME
     ):
         weights = os.path.join(directory, preset_files.WEIGHTS_NAME)
-    if not os.path.isfile(weights):
-        if os.path.exists(os.path.join(directory, preset_files.SHARDED_WEIGHTS_INDEX)):
+    if not is_file(weights):
+        if tf.io.gfile.exists(os.path.join(directory, preset_files.SHARDED_WEIGHTS_INDEX)):
             raise ValueError(
                 f"{directory}: sharded keras-hub weights ({preset_files.SHARDED_WEIGHTS_INDEX}) "
                 "are not read"
@@ -536,8 +539,8 @@ def _write_weights_file(path: str, layout: dict) -> None:
     each array a dataset named by its position, float arrays as float32."""
     import h5py
 
-    with atomic_output(path) as temporary:
-        with h5py.File(temporary, "w") as file:
+    with atomic_output(path) as temporary, local_output(temporary) as local:
+        with h5py.File(local, "w") as file:
             for group_path, (given_name, values) in layout.items():
                 group = file.create_group(group_path)
                 if given_name is not None:

@@ -54,7 +54,7 @@ _OTHER_FRAMEWORK_SUFFIXES = {
 def _holds_tf_checkpoint(path: str) -> bool:
     """A directory with a TF `checkpoint` state file, or a file that is a TF checkpoint's
     prefix (its .index beside it)."""
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         return tf.train.latest_checkpoint(path) is not None
     return tf.io.gfile.exists(path + ".index")
 
@@ -64,18 +64,18 @@ def _holds_weights(path: str, names: tuple, suffixes: tuple) -> bool:
     one of the files `names` and no TF checkpoint."""
     if _holds_tf_checkpoint(path):
         return False
-    if os.path.isdir(path):
-        return any(os.path.exists(os.path.join(path, name)) for name in names)
+    if tf.io.gfile.isdir(path):
+        return any(tf.io.gfile.exists(os.path.join(path, name)) for name in names)
     return path.endswith(suffixes)
 
 
 def _refuse_other_frameworks(path: str) -> None:
     """Raises a ValueError saying how to convert, where `path` holds only another framework's
     weights (a file of theirs, or a directory with one and no TF checkpoint)."""
-    if os.path.isdir(path):
+    if tf.io.gfile.isdir(path):
         if tf.train.latest_checkpoint(path) is not None:
             return
-        found = [n for n in _OTHER_FRAMEWORK_FILES if os.path.exists(os.path.join(path, n))]
+        found = [n for n in _OTHER_FRAMEWORK_FILES if tf.io.gfile.exists(os.path.join(path, n))]
         directory = path
     else:
         suffix = os.path.splitext(path)[1]
@@ -110,9 +110,9 @@ def detect_checkpoint_format(path: str) -> str:
     that says how to convert them.
     """
     if path.endswith(".safetensors") or (
-        os.path.isdir(path)
+        tf.io.gfile.isdir(path)
         and any(
-            os.path.exists(os.path.join(path, name))
+            tf.io.gfile.exists(os.path.join(path, name))
             for name in (safetensors_bert.WEIGHTS_NAME, safetensors_bert.INDEX_NAME)
         )
     ):
@@ -228,11 +228,11 @@ def find_bert_config(init_checkpoint: str | None) -> str | None:
     if is_tf1_hub_module(init_checkpoint) or is_tf_hub_encoder(init_checkpoint):
         return init_checkpoint
     directory = (
-        init_checkpoint if os.path.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
+        init_checkpoint if tf.io.gfile.isdir(init_checkpoint) else os.path.dirname(init_checkpoint)
     )
     for name in ("bert_config.json", "config.json"):
         candidate = os.path.join(directory, name)
-        if os.path.exists(candidate):
+        if tf.io.gfile.exists(candidate):
             return candidate
     return None
 
@@ -249,11 +249,11 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
         return os.path.join(checkpoint_or_config, "assets", "vocab.txt")
     directory = (
         checkpoint_or_config
-        if os.path.isdir(checkpoint_or_config)
+        if tf.io.gfile.isdir(checkpoint_or_config)
         else os.path.dirname(checkpoint_or_config)
     )
     candidate = os.path.join(directory, "vocab.txt")
-    if os.path.exists(candidate):
+    if tf.io.gfile.exists(candidate):
         return candidate
     return keras_hub_preset.preset_vocab_file(directory or ".")
 

@@ -15,6 +15,7 @@ from absl import logging
 
 from official_bert.checkpoints.original_tf1 import resolve_checkpoint_prefix, write_checkpoint_state
 from official_bert.checkpoints.variable_table import SIZED_HEAD_PARTS, CheckpointMismatchError
+from official_bert.file_system import absolute_path
 
 _HEAD_ATTRIBUTES = ("masked_lm", "next_sentence", "classifier", "span", "tagger", "multiple_choice")
 
@@ -24,7 +25,7 @@ def write_object_checkpoint(model, prefix: str) -> str:
     state file of its directory (last, so the directory never names a half-written checkpoint).
     Returns the prefix."""
     path = tf.train.Checkpoint(model=model).write(prefix)
-    write_checkpoint_state(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+    write_checkpoint_state(os.path.dirname(absolute_path(path)), os.path.basename(path))
     return path
 
 

@@ -21,6 +21,7 @@ from official_bert.checkpoints.variable_table import (
     skippable_parts,
 )
 from official_bert.config import write_text_atomically
+from official_bert.file_system import absolute_path
 
 # Variables a training run leaves in a checkpoint that are not model weights: the step counter,
 # optimizer slots (the original AdamWeightDecayOptimizer's adam_m/adam_v, tf.train optimizers'
@@ -177,7 +178,7 @@ def write_original_entries(
     """Writes the weights of `entries` (model_entries of a model, or a part of them such as one
     head's) under their original names at `prefix`, as write_original_checkpoint."""
     # tf.io.gfile, not os: the prefix may be on Cloud Storage (gs://), as for a Cloud TPU.
-    directory = os.path.dirname(prefix if "://" in prefix else os.path.abspath(prefix))
+    directory = os.path.dirname(absolute_path(prefix))
     basename = os.path.basename(prefix)
     staging = f"{directory}/.tmp-ckpt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tf.io.gfile.makedirs(staging)

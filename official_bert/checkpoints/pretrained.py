@@ -11,7 +11,6 @@ vocab.txt or a keras-hub preset's vocabulary), as the scripts find them for --in
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from official_bert.checkpoints import loading
@@ -91,5 +90,5 @@ def _check_exists(path: str) -> None:
     checkpoint prefix."""
     import tensorflow as tf
 
-    if not os.path.exists(path) and not tf.io.gfile.exists(path + ".index"):
+    if not tf.io.gfile.exists(path) and not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"{path}: no such file, folder or checkpoint")

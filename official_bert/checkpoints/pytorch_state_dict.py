@@ -34,6 +34,8 @@ import zlib
 import ml_dtypes
 import numpy as np
 
+from official_bert.file_system import is_file, local_copy
+
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 # torch's typed storage class names (still what torch.save pickles) -> numpy element types.
 _STORAGE_DTYPES = {
@@ -364,8 +366,14 @@ def load_pytorch_state_dict(path: str) -> dict[str, np.ndarray]:
     ValueError naming the file and what is wrong with it (not torch.save's layout, a name outside
     a state dict in its pickle, a storage cut short).
     """
-    if not os.path.isfile(path):
+    if not is_file(path):
         raise FileNotFoundError(f"PyTorch weights file not found: {path}")
+    with local_copy(path) as local:
+        return _load_local_state_dict(local)
+
+
+def _load_local_state_dict(path: str) -> dict[str, np.ndarray]:
+    """load_pytorch_state_dict of a local file (read with open, seek and zipfile)."""
     with open(path, "rb") as reader:
         starts_as_zip = reader.read(4) == b"PK\x03\x04"
     if starts_as_zip:

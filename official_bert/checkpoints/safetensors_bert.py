@@ -8,6 +8,7 @@ import os
 import re
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 from safetensors import safe_open
 from safetensors.numpy import save_file
@@ -27,6 +28,7 @@ from official_bert.checkpoints.variable_table import (
     uses_pooler,
 )
 from official_bert.config import BertConfig, read_json_object, write_text_atomically
+from official_bert.file_system import local_copy, local_output, parent_folder
 
 # === Name table: original TF1 name -> HF name (regex, replacement) ===
 # Applied in order to the original name; the encoder's names get an optional "bert." prefix.
@@ -158,9 +160,9 @@ def hf_config_from_bert_config(config: BertConfig, architecture: str = "BertMode
 
 def read_hf_config(path: str) -> BertConfig:
     """Reads a Hugging Face BERT config.json as a BertConfig."""
-    if not os.path.exists(path):
+    if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"config.json not found: {path}")
-    with open(path, encoding="utf-8") as reader:
+    with tf.io.gfile.GFile(path, "r") as reader:
         try:
             values = json.load(reader)
         except json.JSONDecodeError as error:
@@ -196,6 +198,11 @@ def load_safetensors_arrays(path: str) -> dict[str, np.ndarray]:
 
 
 def _load_safetensors_file(path: str) -> dict[str, np.ndarray]:
+    with local_copy(path) as local:  # safetensors opens (maps) a local file itself
+        return _load_local_safetensors_file(local)
+
+
+def _load_local_safetensors_file(path: str) -> dict[str, np.ndarray]:
     with open(path, "rb") as reader:
         header_size = int.from_bytes(reader.read(8), "little")
         header = json.loads(reader.read(header_size))
@@ -327,8 +334,8 @@ def write_safetensors_checkpoint(model, path: str) -> str:
         if _is_encoder_name(entry.tf1_name):
             name = prefix + name
         tensors[name] = np.ascontiguousarray(value, dtype=np.float32)
-    with atomic_output(path) as temporary:
-        save_file(tensors, temporary, metadata={"format": "pt"})
+    with atomic_output(path) as temporary, local_output(temporary) as local:
+        save_file(tensors, local, metadata={"format": "pt"})
     logging.info("Wrote %d tensors with HF BERT names to %s", len(tensors), path)
     return path
 
@@ -408,7 +415,7 @@ TOKENIZER_CONFIG_NAME = "tokenizer_config.json"
 def read_hf_lowercase(path: str) -> bool | None:
     """The do_lower_case of the Hugging Face tokenizer_config.json beside `path` (a folder or a
     file in it); None without one or where it does not say."""
-    directory = path if os.path.isdir(path) else (os.path.dirname(path) or ".")
+    directory = parent_folder(path)
     lowercase = _read_hf_config_values(os.path.join(directory, TOKENIZER_CONFIG_NAME)).get(
         "do_lower_case"
     )

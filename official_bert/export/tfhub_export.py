@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
+import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import loading
@@ -49,7 +48,7 @@ def export_tfhub(
     """
     if export_type not in EXPORT_TYPES:
         raise ValueError(f"export_type must be one of {EXPORT_TYPES}, got {export_type!r}")
-    if os.path.exists(export_path) and not overwrite:
+    if tf.io.gfile.exists(export_path) and not overwrite:
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )

@@ -20,7 +20,12 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import CHECKPOINT_FORMATS, load_bert_weights
-from official_bert.checkpoints.loading import find_bert_config, read_bert_config
+from official_bert.checkpoints.loading import (
+    find_bert_config,
+    find_lower_case,
+    find_vocab_file,
+    read_bert_config,
+)
 from official_bert.checkpoints.variable_table import pooled_output_unused
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.feature_extraction_inputs import (
@@ -228,8 +233,17 @@ class FeatureExtractionOptions:
         help="Checkpoint to read: TF1, safetensors, pytorch_model.bin, tf_model.h5, a keras-hub "
         "preset or ours."
     )
-    vocab_file: str = option(help="vocab.txt the model was trained with.")
-    do_lower_case: bool = option(True, help="Lower-case the input (True for uncased models).")
+    vocab_file: str | None = option(
+        None,
+        help="vocab.txt the model was trained with. Default: the one beside the config or "
+        "init_checkpoint (a keras-hub preset's or TF Hub module's vocabulary).",
+    )
+    do_lower_case: bool | None = option(
+        None,
+        help="Lower-case the input (True for uncased models). Default: the casing "
+        "init_checkpoint's own files record (a TF Hub module's, a keras-hub preset's, a Hugging "
+        "Face tokenizer_config.json), else True.",
+    )
     batch_size: int = option(32, help="Batch size for predictions.")
     use_tpu: bool = option(
         False, help="Accepted for compatibility and ignored: features are computed on the host."
@@ -306,12 +320,26 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     _check_output_options(options)
     if not tf.io.gfile.exists(options.input_file):
         raise FileNotFoundError(f"--input_file: input file not found: {options.input_file}")
-    validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     config_file = options.bert_config_file or find_bert_config(options.init_checkpoint)
     if config_file is None:
         raise ValueError("--bert_config_file is required (none found beside init_checkpoint)")
+    vocab_file = (
+        options.vocab_file
+        or find_vocab_file(config_file)
+        or find_vocab_file(options.init_checkpoint)
+    )
+    if vocab_file is None:
+        raise ValueError(
+            f"--vocab_file is required (no vocab.txt beside {config_file} or init_checkpoint)"
+        )
+    do_lower_case = options.do_lower_case
+    if do_lower_case is None:
+        do_lower_case = find_lower_case(options.init_checkpoint)
+    if do_lower_case is None:
+        do_lower_case = True  # the original flag's default
+    validate_case_matches_checkpoint(do_lower_case, options.init_checkpoint)
     config = read_bert_config(config_file)
-    check_vocab_matches_config(config, options.vocab_file, config_file)
+    check_vocab_matches_config(config, vocab_file, config_file)
     if options.max_seq_length > config.max_position_embeddings:
         raise ValueError(
             f"--max_seq_length={options.max_seq_length} is longer than max_position_embeddings "
@@ -342,7 +370,7 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     if options.fast_kernels:
         # The same outputs (dict of sequence, pooled and per-layer outputs) from fused products.
         encoder = FusedInferenceEncoder(encoder, dtype=options.inference_dtype)
-    tokenizer = FastWordpieceBertTokenizer(options.vocab_file, do_lower_case=options.do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
     features = convert_text_examples(
         read_text_examples(options.input_file),
         tokenizer,

@@ -772,16 +772,16 @@ def write_pretraining_examples(
     write_summary(_summary_path(output_files), summary)
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
-        "%s of eligible tokens predicted, %.1f%% random next, %.1f%% short document passes",
+        "%s, %.1f%% random next, %.1f%% short document passes",
         written,
         len(output_files),
         elapsed,
         written / elapsed,
         total_bytes / 1e6 / elapsed,
         (
-            f"{100 * summary['fraction_predicted_of_eligible']:.1f}%"
+            f"{100 * summary['fraction_predicted_of_eligible']:.1f}% of eligible tokens predicted"
             if "fraction_predicted_of_eligible" in summary
-            else "none yet (dynamic masking)"
+            else "no masks (dynamic masking: run_pretraining.py draws them)"
         ),
         100 * summary["fraction_random_next"],
         100 * summary["fraction_document_passes_short"],

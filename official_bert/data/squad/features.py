@@ -18,7 +18,6 @@ is_impossible (int64 [1]).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections.abc import Sequence
 
@@ -37,6 +36,7 @@ from official_bert.data.completed_outputs import (
 from official_bert.data.document_windows import DocSpan, check_is_max_context, doc_spans
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.squad.examples import SquadExample, read_squad_examples
+from official_bert.file_system import absolute_path
 from official_bert.side_file_names import summary_path
 from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
 
@@ -348,9 +348,9 @@ def prepare_squad_train_records(
     (a JSON summary written last beside it, `.train.tf_record.summary.json`, records them)."""
     settings = {
         "format_version": _FORMAT_VERSION,
-        "train_file": os.path.abspath(train_file),
+        "train_file": absolute_path(train_file),
         "train_file_signature": file_signature(train_file),
-        "vocab_file": os.path.abspath(vocab_file),
+        "vocab_file": absolute_path(vocab_file),
         "vocab_signature": file_signature(vocab_file),
         "do_lower_case": do_lower_case,
         "max_seq_length": max_seq_length,

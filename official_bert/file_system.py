@@ -1,0 +1,83 @@
+"""Paths on any file system TensorFlow reads: local ones, Cloud Storage (`gs://`, where a Cloud
+TPU's host reads and writes) and the others `tf.io.gfile` knows (`hdfs://`, `file://`, ...).
+
+The original release read and wrote every path through `tf.gfile`, so its commands took `gs://`
+anywhere. Python's `os.path` and `open` see only local files (`os.path.exists("gs://b/x")` is
+False, `os.makedirs("gs://b/x")` makes a local folder named `gs:`), so this project asks
+`tf.io.gfile` instead. Some libraries open files themselves by name (safetensors, h5py); they get
+a local copy of a remote file to read, or a local file to write that is then copied out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+import tensorflow as tf
+
+
+def is_local(path: str) -> bool:
+    """Whether `path` names a local file as Python's own functions see it (no `scheme://`)."""
+    return "://" not in path
+
+
+def is_file(path: str) -> bool:
+    """Whether `path` exists and is not a folder (os.path.isfile for any file system)."""
+    return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def parent_folder(path: str) -> str:
+    """The folder `path` names, or the folder of the file it names ("." for a bare file name)."""
+    return path if tf.io.gfile.isdir(path) else (os.path.dirname(path) or ".")
+
+
+def absolute_path(path: str) -> str:
+    """`path` made absolute where it is local; a `scheme://` path is absolute already."""
+    return os.path.abspath(path) if is_local(path) else path
+
+
+def same_file(first: str, second: str) -> bool:
+    """Whether two paths name the same file."""
+    return absolute_path(first).rstrip("/") == absolute_path(second).rstrip("/")
+
+
+@contextlib.contextmanager
+def local_copy(path: str) -> Iterator[str]:
+    """Yields a local name of the file `path`: `path` itself where it is local, else a copy in a
+    temporary folder (same base name), removed when the block ends. A ValueError raised in the
+    block that names the copy is changed to name `path`, which is what the user gave."""
+    if is_local(path):
+        yield path
+        return
+    directory = tempfile.mkdtemp(prefix="official_bert-read-")
+    local = os.path.join(directory, os.path.basename(path.rstrip("/")) or "file")
+    try:
+        tf.io.gfile.copy(path, local, overwrite=True)
+        yield local
+    except ValueError as error:
+        error.args = tuple(
+            arg.replace(local, path) if isinstance(arg, str) else arg for arg in error.args
+        )
+        raise
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def local_output(path: str) -> Iterator[str]:
+    """Yields a local name for a writer that opens its file itself: `path` where it is local,
+    else a temporary file that is copied to `path` when the block ends without an error (and
+    removed either way). Inside atomic_output, pass it the temporary name that yields."""
+    if is_local(path):
+        yield path
+        return
+    directory = tempfile.mkdtemp(prefix="official_bert-write-")
+    try:
+        local = os.path.join(directory, os.path.basename(path.rstrip("/")) or "file")
+        yield local
+        tf.io.gfile.copy(local, path, overwrite=True)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
