@@ -136,13 +136,21 @@ class TensorFlowInfoFilter(logging.Filter):
 
 
 def quiet_tensorflow_info_records() -> None:
-    """Installs TensorFlowInfoFilter on absl's logger (once)."""
+    """Installs TensorFlowInfoFilter (once) on absl's logger and on TensorFlow's own, which
+    some of its modules log through ("Assets written to: <temporary name>" at every SavedModel
+    export), and takes away the handler TensorFlow gives its logger: made before absl's handler
+    is on the root logger (app.run puts it there), it would print each of its records a second
+    time ("WARNING:tensorflow:..."). Its records then reach absl's handler, in the scripts'
+    format."""
     import tensorflow as tf
     from absl import logging as absl_logging
 
-    absl_logger = absl_logging.get_absl_logger()
-    if not any(isinstance(f, TensorFlowInfoFilter) for f in absl_logger.filters):
-        absl_logger.addFilter(TensorFlowInfoFilter(os.path.dirname(tf.__file__)))
+    tensorflow_logger = tf.get_logger()
+    for handler in list(tensorflow_logger.handlers):
+        tensorflow_logger.removeHandler(handler)
+    for logger in (absl_logging.get_absl_logger(), tensorflow_logger):
+        if not any(isinstance(f, TensorFlowInfoFilter) for f in logger.filters):
+            logger.addFilter(TensorFlowInfoFilter(os.path.dirname(tf.__file__)))
 
 
 if not asked_for_start_up_lines(sys.argv[1:], os.environ):

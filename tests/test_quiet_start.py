@@ -106,6 +106,27 @@ def test_tensorflow_info_records_are_dropped_and_the_scripts_own_lines_kept(tmp_
     assert "Sharding callback" in verbose.stderr, verbose.stderr
 
 
+_EXPORT_AND_WARN = (
+    "import sys, _quiet_start, tensorflow as tf\n"
+    "from absl import app\n"
+    "def main(_):\n"
+    "    tf.saved_model.save(tf.Module(), sys.argv[1])\n"
+    "    tf.get_logger().warning('tensorflow warns this')\n"
+    "app.run(main)\n"
+)
+
+
+def test_tensorflows_own_logger_is_filtered_and_prints_once(tmp_path):
+    # TensorFlow's logger ("tensorflow", not absl's) logs "Assets written to" at INFO at every
+    # SavedModel export, and has a handler of its own beside absl's on the root logger.
+    result = _run("-c", _EXPORT_AND_WARN, str(tmp_path / "quiet"))
+    assert "Assets written" not in result.stderr, result.stderr
+    assert result.stderr.count("tensorflow warns this") == 1, result.stderr
+    assert "WARNING:tensorflow:" not in result.stderr, result.stderr
+    verbose = _run("-c", _EXPORT_AND_WARN, str(tmp_path / "verbose"), "--verbosity=1")
+    assert "Assets written" in verbose.stderr, verbose.stderr
+
+
 def test_asked_for_the_lines_are_those_of_tensorflow_itself():
     """With --verbosity=1 or TF_CPP_MIN_LOG_LEVEL set, a script prints what a bare
     `import tensorflow` prints on this machine (none where TensorFlow itself prints none)."""
