@@ -93,6 +93,9 @@ def test_pretraining_data_then_pretraining(tiny_setup, tmp_path):
         start["bert/encoder/layer_0/attention/self/query/kernel"],
     )
     assert "masked_lm_loss" in (output_dir / "eval_results.txt").read_text()
+    # The vocab found beside --init_checkpoint is copied beside the trained model: the folder
+    # is a whole model for --init_checkpoint alone.
+    assert (output_dir / "vocab.txt").read_text() == (bert_dir / "vocab.txt").read_text()
     import tensorflow_text  # noqa: F401  (the ops of the export's tokenizer)
 
     fill = tf.saved_model.load(str(export_dir)).signatures["serving_default"]

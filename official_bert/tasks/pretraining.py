@@ -6,14 +6,17 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
 from official_bert.checkpoints.loading import find_bert_config, find_vocab_file, read_bert_config
-from official_bert.config import BertConfig, check_vocab_matches_config
+from official_bert.config import BertConfig, BertConfigError, check_vocab_matches_config
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.pretraining.dataset import pretraining_dataset
 from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
+from official_bert.file_system import same_file
 from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.option_flags import option
@@ -77,8 +80,8 @@ class PretrainingOptions(TrainingOptions):
     )
     vocab_file: str | None = option(
         None,
-        help="vocab.txt of the model (for --export_dir; default: the vocab beside "
-        "--init_checkpoint or --bert_config_file).",
+        help="vocab.txt of the model: for --export_dir, and copied beside the trained "
+        "bert_model.ckpt. Default: the vocab beside --init_checkpoint or --bert_config_file.",
     )
     do_lower_case: bool = option(True, help="--export_dir: the model is uncased.")
     fill_mask_top_k: int = option(5, help="--export_dir: tokens returned per [MASK].")
@@ -98,11 +101,32 @@ class PretrainingOptions(TrainingOptions):
                     "--bert_config_file is required (none found beside --init_checkpoint)"
                 )
             self.bert_config = read_bert_config(self.bert_config_file)
-        if self.export_dir and not self.vocab_file:
+        if not self.vocab_file:
             # Continued pre-training of a downloaded model: its vocab sits beside it.
             self.vocab_file = find_vocab_file(self.init_checkpoint) or find_vocab_file(
                 self.bert_config_file
             )
+
+
+def _copy_vocab_beside(options: PretrainingOptions) -> None:
+    """Copies the model's vocab to output_dir/vocab.txt, so that the folder is a whole model
+    (config, weights, vocab) that the fine-tuning scripts read with --init_checkpoint alone. A
+    vocab of another size than the config's (one found beside a checkpoint, not given) is left
+    out with a warning."""
+    if not options.vocab_file:
+        return
+    target = os.path.join(options.output_dir, "vocab.txt")
+    if same_file(options.vocab_file, target):
+        return
+    try:
+        check_vocab_matches_config(
+            options.bert_config, options.vocab_file, options.bert_config_file
+        )
+    except BertConfigError as error:
+        logging.warning("vocab.txt not written beside the trained model: %s", error)
+        return
+    with atomic_output(target) as temporary:
+        tf.io.gfile.copy(options.vocab_file, temporary, overwrite=True)
 
 
 def validate_pretraining_options(options: PretrainingOptions) -> None:
@@ -221,6 +245,7 @@ class PretrainingTask(Task):
                 runner.model, os.path.join(options.output_dir, "bert_model.ckpt"), write_state=False
             )
             options.bert_config.to_json_file(os.path.join(options.output_dir, "bert_config.json"))
+            _copy_vocab_beside(options)
             logging.info("Wrote the trained model in the original layout: %s", prefix)
         return {}
 
