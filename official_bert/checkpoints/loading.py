@@ -55,7 +55,7 @@ def _holds_tf_checkpoint(path: str) -> bool:
     """A directory with a TF `checkpoint` state file, or a file that is a TF checkpoint's
     prefix (its .index beside it)."""
     if tf.io.gfile.isdir(path):
-        return tf.train.latest_checkpoint(path) is not None
+        return original_tf1.folder_checkpoint_prefix(path) is not None
     return tf.io.gfile.exists(path + ".index")
 
 
@@ -73,7 +73,7 @@ def _refuse_other_frameworks(path: str) -> None:
     """Raises a ValueError saying how to convert, where `path` holds only another framework's
     weights (a file of theirs, or a directory with one and no TF checkpoint)."""
     if tf.io.gfile.isdir(path):
-        if tf.train.latest_checkpoint(path) is not None:
+        if original_tf1.folder_checkpoint_prefix(path) is not None:
             return
         found = [n for n in _OTHER_FRAMEWORK_FILES if tf.io.gfile.exists(os.path.join(path, n))]
         directory = path

@@ -36,14 +36,42 @@ _NON_MODEL_VARIABLE = re.compile(
 _KNOWN_HEAD_VARIABLE = re.compile(r"^(cls/.*|output_weights|output_bias)$")
 
 
+def folder_checkpoint_prefix(directory: str) -> str | None:
+    """The checkpoint a folder holds: the one its `checkpoint` state file names, else its only
+    prefix (the original release's zips hold bert_model.ckpt without a state file); None
+    where it holds none, or several and no state file to choose."""
+    prefix = tf.train.latest_checkpoint(directory)
+    if prefix is not None:
+        return prefix
+    prefixes = [
+        index[: -len(".index")]
+        for index in tf.io.gfile.glob(os.path.join(directory, "*.index"))
+        # A writer's temporary names begin with a dot (side_file_names).
+        if not os.path.basename(index).startswith(".")
+    ]
+    return prefixes[0] if len(prefixes) == 1 else None
+
+
 def resolve_checkpoint_prefix(path: str) -> str:
-    """The checkpoint prefix for `path`: a prefix itself, a directory with a `checkpoint` file,
-    or the folder of a TF1 Hub module (its variables/variables)."""
+    """The checkpoint prefix for `path`: a prefix itself, a directory with a `checkpoint` file
+    or with one checkpoint, or the folder of a TF1 Hub module (its variables/variables)."""
     if is_tf1_hub_module(path):
         return module_checkpoint_prefix(path)
     if tf.io.gfile.isdir(path):
-        prefix = tf.train.latest_checkpoint(path)
+        prefix = folder_checkpoint_prefix(path)
         if prefix is None:
+            indexes = sorted(
+                os.path.basename(name)
+                for name in tf.io.gfile.glob(os.path.join(path, "*.index"))
+                if not os.path.basename(name).startswith(".")
+            )
+            if indexes:
+                raise FileNotFoundError(
+                    f"{path} holds several checkpoints ({', '.join(indexes[:4])}"
+                    f"{' ...' if len(indexes) > 4 else ''}) and no `checkpoint` file naming one; "
+                    "pass the prefix of the one to read, e.g. "
+                    f"{os.path.join(path, indexes[0][: -len('.index')])}"
+                )
             raise FileNotFoundError(f"no checkpoint found in directory {path}")
         return prefix
     if not tf.io.gfile.exists(path + ".index"):

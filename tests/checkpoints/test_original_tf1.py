@@ -1,9 +1,12 @@
 """Parity with the original google-research/bert code, through its own checkpoint layout."""
 
+import shutil
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.original_tf1 import (
     read_checkpoint_arrays,
     read_original_checkpoint,
@@ -172,3 +175,29 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path, tiny_encoder):
         read_original_checkpoint(str(tmp_path / "nothing.ckpt"), tiny_encoder)
     with pytest.raises(FileNotFoundError, match="no checkpoint found in directory"):
         read_original_checkpoint(str(tmp_path), tiny_encoder)
+
+
+def test_a_folder_without_a_state_file_reads_its_only_checkpoint(original_tiny_dir, tmp_path):
+    """The original release's zips hold bert_model.ckpt.* without a `checkpoint` file: the
+    unzipped folder is a checkpoint by itself (config and vocab beside it)."""
+    folder = tmp_path / "uncased_L-2_H-64_A-2"
+    folder.mkdir()
+    for name in ("bert_model.ckpt.index", "bert_model.ckpt.data-00000-of-00001"):
+        shutil.copy(original_tiny_dir / name, folder / name)
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    from_folder, from_prefix = (BertEncoder.from_bert_config(config) for _ in range(2))
+    for encoder in (from_folder, from_prefix):
+        encoder.build()
+    assert load_bert_weights(from_folder, str(folder)) == "tf1"
+    load_bert_weights(from_prefix, str(original_tiny_dir / "bert_model.ckpt"))
+    for mine, theirs in zip(from_folder.weights, from_prefix.weights, strict=True):
+        np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+    # A writer's temporary name beside it is not a second checkpoint.
+    (folder / ".bert_model.ckpt.tmp-1.index").write_bytes(b"")
+    assert load_bert_weights(from_folder, str(folder)) == "tf1"
+    # Two checkpoints and no state file to choose: the error names both and a prefix to pass.
+    shutil.copy(folder / "bert_model.ckpt.index", folder / "model.ckpt-1000.index")
+    with pytest.raises(FileNotFoundError, match="several checkpoints") as error:
+        load_bert_weights(from_folder, str(folder))
+    assert "bert_model.ckpt.index, model.ckpt-1000.index" in str(error.value)
+    assert f"e.g. {folder / 'bert_model.ckpt'}" in str(error.value)
