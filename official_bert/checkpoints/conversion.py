@@ -16,6 +16,7 @@ from official_bert.checkpoints import (
     loading,
     safetensors_bert,
 )
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.variable_table import CheckpointMismatchError, uses_pooler
 from official_bert.config import BertConfig, check_vocab_matches_config
 from official_bert.file_system import same_file
@@ -138,6 +139,7 @@ def convert_checkpoint(
     as an asset; a classifier's head as a BertTextClassifier task, a masked-LM head that runs
     as keras-hub's as a BertMaskedLM, no other heads). Returns the path of the written weights.
     """
+    input_checkpoint = resolve_checkpoint_url(input_checkpoint)
     input_format = input_format or loading.detect_checkpoint_format(input_checkpoint)
     bert_config_file = bert_config_file or loading.find_bert_config(input_checkpoint)
     if bert_config_file is None:

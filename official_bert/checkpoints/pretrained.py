@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from official_bert.checkpoints import loading
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.config import check_vocab_matches_config
 
 if TYPE_CHECKING:
@@ -31,7 +32,8 @@ def load_encoder(
     **encoder_kwargs,
 ) -> BertEncoder:
     """A built BertEncoder with the weights at `path` (a folder, file or checkpoint prefix in
-    any layout load_bert_weights reads; heads in the checkpoint are left out).
+    any layout load_bert_weights reads, or an http(s) URL of one: checkpoint_url.py; heads in
+    the checkpoint are left out).
 
     bert_config_file: default the config beside `path`. encoder_kwargs go to
     BertEncoder.from_bert_config (e.g. dtype="mixed_bfloat16").
@@ -42,7 +44,7 @@ def load_encoder(
     """
     from official_bert.models import BertEncoder
 
-    _check_exists(path)
+    path = _located(path)
     bert_config_file = bert_config_file or loading.find_bert_config(path)
     if bert_config_file is None:
         raise FileNotFoundError(
@@ -70,7 +72,7 @@ def load_tokenizer(
     """
     from official_bert.tokenization import FullTokenizer, validate_case_matches_checkpoint
 
-    _check_exists(path)
+    path = _located(path)
     vocab_file = vocab_file or loading.find_vocab_file(path)
     if vocab_file is None:
         raise FileNotFoundError(
@@ -85,10 +87,13 @@ def load_tokenizer(
     return FullTokenizer(vocab_file, do_lower_case=do_lower_case)
 
 
-def _check_exists(path: str) -> None:
-    """A FileNotFoundError naming `path` where it is neither a file or folder nor a TF
-    checkpoint prefix."""
+def _located(path: str) -> str:
+    """`path`, or the local folder of the weights an http(s) URL names (checkpoint_url.py);
+    a FileNotFoundError naming it where it is neither a file or folder nor a TF checkpoint
+    prefix."""
     import tensorflow as tf
 
+    path = resolve_checkpoint_url(str(path))
     if not tf.io.gfile.exists(path) and not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(f"{path}: no such file, folder or checkpoint")
+    return path

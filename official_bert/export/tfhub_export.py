@@ -6,6 +6,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import loading
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import check_vocab_matches_config
 from official_bert.data.bert_input_packer import BertInputPacker
@@ -57,6 +58,7 @@ def export_tfhub(
             "tokenize_with_offsets applies to export_type=preprocessing (the tokenizer), "
             f"not to export_type={export_type}"
         )
+    model_checkpoint_path = resolve_checkpoint_url(model_checkpoint_path)
     vocab_file = vocab_file or loading.find_vocab_file(model_checkpoint_path)
     if not vocab_file:
         raise ValueError(

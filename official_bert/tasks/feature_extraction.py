@@ -20,6 +20,7 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import CHECKPOINT_FORMATS, load_bert_weights
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.loading import (
     find_bert_config,
     find_lower_case,
@@ -231,7 +232,7 @@ class FeatureExtractionOptions:
     max_seq_length: int = option(128, help="Maximum total input length in wordpieces.")
     init_checkpoint: str = option(
         help="Checkpoint to read: TF1, safetensors, pytorch_model.bin, tf_model.h5, a keras-hub "
-        "preset or ours."
+        "preset, a TF Hub module or ours; local, gs:// or an http(s) URL (downloaded once)."
     )
     vocab_file: str | None = option(
         None,
@@ -320,13 +321,12 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     _check_output_options(options)
     if not tf.io.gfile.exists(options.input_file):
         raise FileNotFoundError(f"--input_file: input file not found: {options.input_file}")
-    config_file = options.bert_config_file or find_bert_config(options.init_checkpoint)
+    init_checkpoint = resolve_checkpoint_url(options.init_checkpoint)
+    config_file = options.bert_config_file or find_bert_config(init_checkpoint)
     if config_file is None:
         raise ValueError("--bert_config_file is required (none found beside init_checkpoint)")
     vocab_file = (
-        options.vocab_file
-        or find_vocab_file(config_file)
-        or find_vocab_file(options.init_checkpoint)
+        options.vocab_file or find_vocab_file(config_file) or find_vocab_file(init_checkpoint)
     )
     if vocab_file is None:
         raise ValueError(
@@ -334,10 +334,10 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         )
     do_lower_case = options.do_lower_case
     if do_lower_case is None:
-        do_lower_case = find_lower_case(options.init_checkpoint)
+        do_lower_case = find_lower_case(init_checkpoint)
     if do_lower_case is None:
         do_lower_case = True  # the original flag's default
-    validate_case_matches_checkpoint(do_lower_case, options.init_checkpoint)
+    validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
     config = read_bert_config(config_file)
     check_vocab_matches_config(config, vocab_file, config_file)
     if options.max_seq_length > config.max_position_embeddings:
@@ -364,9 +364,7 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         encoder = BertEncoder.from_bert_config(config)
         encoder.build()
     with pooled_output_unused():  # layer outputs only: a checkpoint without a pooler is whole
-        load_bert_weights(
-            encoder, options.init_checkpoint, checkpoint_format=options.checkpoint_format
-        )
+        load_bert_weights(encoder, init_checkpoint, checkpoint_format=options.checkpoint_format)
     if options.fast_kernels:
         # The same outputs (dict of sequence, pooled and per-layer outputs) from fused products.
         encoder = FusedInferenceEncoder(encoder, dtype=options.inference_dtype)

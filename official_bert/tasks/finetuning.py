@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.checkpoints import head_labels, load_bert_weights
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.loading import (
     find_bert_config,
     find_lower_case,
@@ -89,6 +90,7 @@ class FinetuningOptions(TrainingOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        self.init_checkpoint = resolve_checkpoint_url(self.init_checkpoint)
         if self.hub_module_handle and not self.init_checkpoint:
             local = resolve_hub_handle(self.hub_module_handle)
             if is_tf1_hub_module(local):

@@ -11,6 +11,7 @@ from absl import logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import load_bert_weights, write_original_checkpoint
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.loading import find_bert_config, find_vocab_file, read_bert_config
 from official_bert.config import BertConfig, BertConfigError, check_vocab_matches_config
 from official_bert.data.bert_input_packer import BertInputPacker
@@ -90,6 +91,7 @@ class PretrainingOptions(TrainingOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        self.init_checkpoint = resolve_checkpoint_url(self.init_checkpoint)
         if self.use_next_sentence_label is None:
             self.use_next_sentence_label = self.objective != "ltr"
             if self.objective == "ltr":

@@ -25,7 +25,10 @@ class TrainingOptions:
     # === The original flags ===
     output_dir: str = option(help="Checkpoints, summaries and results go here.")
     init_checkpoint: str | None = option(
-        None, help="Initial weights: an original TF1 checkpoint, safetensors or ours."
+        None,
+        help="Initial weights in any layout of docs/checkpoints.md (an original bert_model.ckpt "
+        "or its folder, safetensors, pytorch_model.bin, a keras-hub preset, a TF Hub module, "
+        "ours), local, gs:// or an http(s) URL (an archive or a TF Hub handle, downloaded once).",
     )
     learning_rate: float = option(5e-5, help="Peak learning rate (Adam).")
     save_checkpoints_steps: int = option(1000, help="Steps between checkpoints.")

@@ -1,0 +1,163 @@
+"""Weights named by an http(s) URL (checkpoint_url.py): an archive such as the original
+release's zips, downloaded once into the cache and unpacked, served here from 127.0.0.1."""
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import tarfile
+import threading
+import zipfile
+
+import pytest
+
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
+from official_bert.checkpoints.pretrained import load_tokenizer
+from official_bert.tasks.classification import ClassifierOptions
+from tests.conftest import ORIGINAL_TINY, REPO_ROOT
+from tests.warm_interpreter import run_script
+
+# The original release's zips hold one folder with the checkpoint (and no `checkpoint` state
+# file), its config and vocab.
+RELEASE = "uncased_L-2_H-64_A-2"
+RELEASE_FILES = (
+    "bert_model.ckpt.index",
+    "bert_model.ckpt.data-00000-of-00001",
+    "bert_config.json",
+    "vocab.txt",
+)
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+class _CutShortHandler(_QuietHandler):
+    """Says the body is 1000 bytes longer than what it sends, as a dropped connection leaves it."""
+
+    def do_GET(self):
+        body = (self.directory_path / self.path.lstrip("/")).read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) + 1000))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def served(tmp_path, monkeypatch):
+    """(base URL, cache folder): the release as .zip and .tar.gz, and a file that is no
+    archive, behind http://127.0.0.1:<port>/; OFFICIAL_BERT_CACHE set to an empty folder."""
+    root = tmp_path / "served"
+    root.mkdir()
+    with zipfile.ZipFile(root / f"{RELEASE}.zip", "w") as archive:
+        for name in RELEASE_FILES:
+            archive.write(ORIGINAL_TINY / name, f"{RELEASE}/{name}")
+    with tarfile.open(root / f"{RELEASE}.tar.gz", "w:gz") as archive:
+        for name in RELEASE_FILES:
+            archive.add(ORIGINAL_TINY / name, arcname=f"{RELEASE}/{name}")
+    (root / "damaged.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("OFFICIAL_BERT_CACHE", str(cache))
+    yield f"http://127.0.0.1:{server.server_address[1]}", cache
+    server.shutdown()
+    server.server_close()
+
+
+def _cache_entries(cache) -> list[str]:
+    return sorted(str(p.relative_to(cache)) for p in cache.rglob("*")) if cache.exists() else []
+
+
+@pytest.mark.parametrize("suffix", [".zip", ".tar.gz"])
+def test_an_archive_is_downloaded_once_and_read_as_its_folder(served, suffix):
+    base, cache = served
+    url = f"{base}/{RELEASE}{suffix}"
+    folder = resolve_checkpoint_url(url)
+    assert os.path.basename(folder) == RELEASE and folder.startswith(str(cache))
+    for name in RELEASE_FILES:
+        with open(os.path.join(folder, name), "rb") as mine:
+            assert mine.read() == (ORIGINAL_TINY / name).read_bytes(), name
+    # Nothing of the download's temporary names is left, and a second call reads the cache.
+    assert not [entry for entry in _cache_entries(cache) if ".tmp-" in entry]
+    shutil.rmtree(str(cache / os.path.relpath(folder, cache).split(os.sep)[0] / "unpacked"))
+    assert resolve_checkpoint_url(url) == folder  # downloaded again into the same place
+    before = _cache_entries(cache)
+    assert resolve_checkpoint_url(url) == folder and _cache_entries(cache) == before
+    # Not URLs: returned as they are.
+    assert resolve_checkpoint_url("gs://bucket/bert_model.ckpt") == "gs://bucket/bert_model.ckpt"
+    assert resolve_checkpoint_url(None) is None
+
+
+def test_a_damaged_or_cut_short_download_leaves_nothing_behind(served, tmp_path):
+    base, cache = served
+    with pytest.raises(ValueError, match=rf"{base}/damaged.zip: not a readable archive"):
+        resolve_checkpoint_url(f"{base}/damaged.zip")
+    assert not [entry for entry in _cache_entries(cache) if "unpacked" in entry or ".tmp-" in entry]
+    root = tmp_path / "served"
+
+    class Handler(_CutShortHandler):
+        directory_path = root
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{RELEASE}.zip"
+        with pytest.raises(OSError, match="cut short"):
+            resolve_checkpoint_url(url)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not [entry for entry in _cache_entries(cache) if "unpacked" in entry or ".tmp-" in entry]
+
+
+def test_options_and_the_python_api_take_the_url(served, tmp_path):
+    base, _ = served
+    url = f"{base}/{RELEASE}.zip"
+    options = ClassifierOptions(
+        task_name="generic",
+        data_dir=str(tmp_path),
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=url,
+    )
+    assert os.path.basename(options.init_checkpoint) == RELEASE
+    assert options.vocab_file == os.path.join(options.init_checkpoint, "vocab.txt")
+    expected = json.loads((ORIGINAL_TINY / "bert_config.json").read_text())
+    assert options.bert_config.hidden_size == expected["hidden_size"]
+    assert options.do_lower_case is True
+    tokenizer = load_tokenizer(url)
+    assert tokenizer.tokenize("The Hello") == tokenizer.tokenize("the hello")
+
+
+def test_extract_features_from_a_url_alone(served, tmp_path):
+    """--init_checkpoint=<the release's URL>, no config or vocab flag: the same features as from
+    the local folder."""
+    base, cache = served
+    lines = tmp_path / "lines.txt"
+    lines.write_text("the man went to the store\nhe bought milk ||| and bread\n")
+    outputs = {}
+    for name, checkpoint in (
+        ("url", f"{base}/{RELEASE}.zip"),
+        ("local", str(ORIGINAL_TINY / "bert_model.ckpt")),
+    ):
+        output = tmp_path / f"{name}.jsonl"
+        ran = run_script(
+            [
+                str(REPO_ROOT / "extract_features.py"),
+                f"--input_file={lines}",
+                f"--output_file={output}",
+                f"--init_checkpoint={checkpoint}",
+                "--layers=-1",
+                "--max_seq_length=16",
+            ],
+            env={**os.environ, "OFFICIAL_BERT_CACHE": str(cache)},
+            cwd=tmp_path,
+            timeout=300,
+        )
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        outputs[name] = (output.read_text(), ran.stderr)
+    assert outputs["url"][0] == outputs["local"][0]
+    assert f"Downloading {base}/{RELEASE}.zip" in outputs["url"][1], outputs["url"][1]
