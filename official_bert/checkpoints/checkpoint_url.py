@@ -3,8 +3,9 @@ them: downloaded once into a cache, then read as a local folder.
 
 - An archive (`.zip`, `.tar.gz`, `.tgz`, `.tar`), such as the original release's
   https://storage.googleapis.com/bert_models/2020_02_20/uncased_L-12_H-768_A-12.zip: unpacked
-  into the cache; the checkpoint is the folder inside it (bert_model.ckpt, bert_config.json and
-  vocab.txt, which the scripts then find beside it).
+  into the cache, in a folder named as the archive (`uncased_L-12_H-768_A-12`: the casing
+  checks read the name); the checkpoint is that folder, or the one folder inside it
+  (bert_model.ckpt, bert_config.json and vocab.txt, which the scripts then find beside it).
 - Any other URL is a TF Hub handle (tfhub.dev, Kaggle): tensorflow_hub downloads it into
   TFHUB_CACHE_DIR (export/hub_handle.py), a TF1 module or a TF2 encoder folder.
 
@@ -27,7 +28,6 @@ import urllib.request
 from absl import logging
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
-_UNPACKED = "unpacked"
 _CHUNK_BYTES = 1 << 20
 _PROGRESS_SECONDS = 10.0
 
@@ -58,15 +58,16 @@ def resolve_checkpoint_url(path: str | None) -> str | None:
 
 def _unpacked_archive(url: str) -> str:
     name = os.path.basename(urllib.parse.urlsplit(url).path)
+    suffix = next(s for s in ARCHIVE_SUFFIXES if name.endswith(s))
     folder = os.path.join(
         checkpoint_cache_dir(), hashlib.sha256(url.encode("utf-8")).hexdigest()[:16]
     )
-    unpacked = os.path.join(folder, _UNPACKED)
+    stem = name[: -len(suffix)].lstrip(".") or "unpacked"
+    unpacked = os.path.join(folder, stem)
     if not os.path.isdir(unpacked):
         os.makedirs(folder, exist_ok=True)
-        suffix = next(s for s in ARCHIVE_SUFFIXES if name.endswith(s))
         archive = os.path.join(folder, f".download.tmp-{os.getpid()}{suffix}")
-        unpacking = os.path.join(folder, f".{_UNPACKED}.tmp-{os.getpid()}")
+        unpacking = os.path.join(folder, f".{stem}.tmp-{os.getpid()}")
         try:
             _download(url, archive)
             _unpack(archive, unpacking, url)
