@@ -232,7 +232,8 @@ class FeatureExtractionOptions:
     max_seq_length: int = option(128, help="Maximum total input length in wordpieces.")
     init_checkpoint: str = option(
         help="Checkpoint to read: TF1, safetensors, pytorch_model.bin, tf_model.h5, a keras-hub "
-        "preset, a TF Hub module or ours; local, gs:// or an http(s) URL (downloaded once)."
+        "preset, a TF Hub module or ours; local, gs://, or a URL downloaded once (an archive, "
+        "hf://OWNER/NAME, a TF Hub handle)."
     )
     vocab_file: str | None = option(
         None,

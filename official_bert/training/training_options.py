@@ -28,7 +28,8 @@ class TrainingOptions:
         None,
         help="Initial weights in any layout of docs/checkpoints.md (an original bert_model.ckpt "
         "or its folder, safetensors, pytorch_model.bin, a keras-hub preset, a TF Hub module, "
-        "ours), local, gs:// or an http(s) URL (an archive or a TF Hub handle, downloaded once).",
+        "ours), local, gs://, or a URL downloaded once: an archive, hf://OWNER/NAME (Hugging "
+        "Face) or a TF Hub handle.",
     )
     learning_rate: float = option(5e-5, help="Peak learning rate (Adam).")
     save_checkpoints_steps: int = option(1000, help="Steps between checkpoints.")

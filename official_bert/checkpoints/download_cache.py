@@ -1,0 +1,98 @@
+"""The cache of downloaded checkpoints: where they go, how a file is downloaded, how a folder
+becomes visible only once whole.
+
+The cache is `$OFFICIAL_BERT_CACHE`, else `~/.cache/official_bert`, one folder per source (a
+hash of its URL). Everything is written under a temporary name (`.NAME.tmp-PID`) and renamed
+when complete, so a run that is killed leaves nothing that a later one reads; written by hand
+rather than with keras.utils.get_file, which downloads under the final name (a killed download
+would be taken for a whole one the next time) and unpacks again at every call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import urllib.request
+
+from absl import logging
+
+_CHUNK_BYTES = 1 << 20
+_PROGRESS_SECONDS = 10.0
+
+
+def checkpoint_cache_dir() -> str:
+    """Where downloaded checkpoints are kept: $OFFICIAL_BERT_CACHE, else ~/.cache/official_bert."""
+    return os.environ.get("OFFICIAL_BERT_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "official_bert"
+    )
+
+
+def source_folder(source: str) -> str:
+    """The cache folder of one source (a URL, a repository and revision), made if missing."""
+    folder = os.path.join(
+        checkpoint_cache_dir(), hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    )
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def temporary_name(final: str) -> str:
+    """A name beside `final` for writing it (`.NAME.tmp-PID`): no reader takes it for `final`."""
+    return os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp-{os.getpid()}")
+
+
+def download(url: str, target: str, headers: dict | None = None) -> None:
+    """Writes the body of `url` to `target`, logging progress (bytes, rate, ETA) as it goes.
+
+    Raises:
+      urllib.error.HTTPError: the server answered with an error (e.g. 404), before anything
+        was written.
+      OSError: no connection, or the body was cut short.
+    """
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        response = urllib.request.urlopen(request, timeout=60)
+    except urllib.error.HTTPError:
+        raise
+    except OSError as error:
+        raise OSError(f"cannot download {url}: {error}") from None
+    started = last_report = time.monotonic()
+    written = 0
+    with response, open(target, "wb") as writer:
+        total = int(response.headers.get("Content-Length") or 0)
+        logging.info(
+            "Downloading %s (%s)", url, f"{total / 1e6:.1f} MB" if total else "size unknown"
+        )
+        while chunk := response.read(_CHUNK_BYTES):
+            writer.write(chunk)
+            written += len(chunk)
+            now = time.monotonic()
+            if now - last_report >= _PROGRESS_SECONDS:
+                last_report = now
+                rate = written / (now - started)
+                eta = f", ETA {(total - written) / rate:.0f} s" if total and rate else ""
+                logging.info("  %.1f MB, %.1f MB/s%s", written / 1e6, rate / 1e6, eta)
+    if total and written != total:
+        raise OSError(f"download of {url} cut short: {written} of {total} bytes")
+
+
+def publish_folder(temporary: str, final: str) -> None:
+    """Renames the whole folder `temporary` to `final`; where a run beside this one got there
+    first, keeps theirs and removes this one."""
+    try:
+        os.rename(temporary, final)
+    except OSError:
+        if not os.path.isdir(final):
+            raise
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def remove_leftovers(*paths: str) -> None:
+    """Removes the files or folders among `paths` that exist (temporary names after a failure)."""
+    for path in paths:
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        elif os.path.exists(path):
+            os.remove(path)

@@ -1,0 +1,142 @@
+"""A BERT model repository on the Hugging Face Hub, as `--init_checkpoint=hf://OWNER/NAME` (or
+https://huggingface.co/OWNER/NAME, `hf://bert-base-uncased`, `hf://OWNER/NAME@REVISION`):
+its files downloaded once into the cache (download_cache.py) and read as a local folder of the
+`safetensors`, `pytorch` or `h5` layout, with its config, vocab and casing.
+
+Files are fetched as the Hub serves them to every client, `{endpoint}/{repo}/resolve/{revision}/
+{file}`, with urllib rather than the huggingface_hub library, which this project does not
+otherwise need. `$HF_ENDPOINT` (a mirror) and `$HF_TOKEN` (gated or private repositories) are
+honoured as huggingface_hub honours them. Taken: config.json (required), the weights (the first
+of model.safetensors, the shards model.safetensors.index.json lists, pytorch_model.bin, its
+shards, tf_model.h5), and vocab.txt and tokenizer_config.json where the repository has them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import urllib.error
+import urllib.parse
+
+from absl import logging
+
+from official_bert.checkpoints.download_cache import (
+    download,
+    publish_folder,
+    remove_leftovers,
+    source_folder,
+    temporary_name,
+)
+
+_HUB_HOST = "huggingface.co"
+# The weight files tried in order: (file, shard index or None).
+_WEIGHT_FILES = (
+    ("model.safetensors", "model.safetensors.index.json"),
+    ("pytorch_model.bin", "pytorch_model.bin.index.json"),
+    ("tf_model.h5", None),
+)
+_OPTIONAL_FILES = ("vocab.txt", "tokenizer_config.json")
+
+
+def is_hugging_face_reference(path: str) -> bool:
+    """`hf://...`, or an https URL of a repository on huggingface.co."""
+    return path.startswith("hf://") or urllib.parse.urlsplit(path).netloc == _HUB_HOST
+
+
+def _repository_and_revision(reference: str) -> tuple[str, str]:
+    if reference.startswith("hf://"):
+        name = reference[len("hf://") :]
+    else:
+        name = urllib.parse.urlsplit(reference).path
+        # https://huggingface.co/OWNER/NAME/tree/REVISION, as a browser shows a revision.
+        if "/tree/" in name:
+            name, revision = name.split("/tree/", 1)
+            name = f"{name}@{revision}"
+    name = name.strip("/")
+    name, _, revision = name.partition("@")
+    parts = name.split("/")
+    if not name or len(parts) > 2 or not all(parts):
+        raise ValueError(
+            f"{reference}: expected hf://OWNER/NAME (or hf://NAME, https://huggingface.co/OWNER/"
+            "NAME), with @REVISION optional"
+        )
+    return name, revision or "main"
+
+
+def hugging_face_repository(reference: str) -> str:
+    """The local folder of the repository `reference` names, downloaded on first use (a folder
+    named as the repository, e.g. `bert-base-uncased`: the casing checks read the name).
+
+    Raises:
+      FileNotFoundError: the repository (or revision) does not exist, or holds no config.json
+        or no BERT weights of a layout read here.
+      OSError: no connection, or a download cut short.
+    """
+    repository, revision = _repository_and_revision(reference)
+    endpoint = os.environ.get("HF_ENDPOINT", f"https://{_HUB_HOST}").rstrip("/")
+    base = f"{endpoint}/{repository}/resolve/{urllib.parse.quote(revision, safe='')}"
+    folder = os.path.join(source_folder(base), repository.split("/")[-1].lstrip(".") or "model")
+    if os.path.isdir(folder):
+        return folder
+    headers = (
+        {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if "HF_TOKEN" in os.environ else {}
+    )
+    writing = temporary_name(folder)
+    os.makedirs(writing, exist_ok=True)
+    fetch = functools.partial(_fetch, reference, base, writing, headers)
+    try:
+        fetch("config.json", required=True)
+        weights = _fetch_weights(fetch, writing, reference)
+        for name in _OPTIONAL_FILES:
+            fetch(name, required=False)
+        publish_folder(writing, folder)
+    finally:
+        remove_leftovers(writing)
+    logging.info("Downloaded %s (%s) into %s", reference, weights, folder)
+    return folder
+
+
+def _fetch(
+    reference: str, base: str, folder: str, headers: dict, name: str, required: bool
+) -> bool:
+    """Downloads the file `name` of the repository into `folder`; False where the repository
+    has no such file and it is not `required`."""
+    try:
+        download(f"{base}/{name}", os.path.join(folder, name), headers)
+        return True
+    except urllib.error.HTTPError as error:
+        if error.code == 404 and not required:
+            return False
+        what = "found" if error.code == 404 else f"readable (HTTP {error.code})"
+        token = "; a gated or private repository needs HF_TOKEN" if error.code in (401, 403) else ""
+        raise FileNotFoundError(f"{reference}: {name} not {what} at {base}/{name}{token}") from None
+
+
+def _fetch_weights(fetch, folder: str, reference: str) -> str:
+    """Downloads the repository's first weight layout (_WEIGHT_FILES); returns what it took."""
+    tried = []
+    for single, index in _WEIGHT_FILES:
+        if fetch(single, required=False):
+            return single
+        tried.append(single)
+        if index is None:
+            continue
+        if fetch(index, required=False):
+            with open(os.path.join(folder, index), encoding="utf-8") as reader:
+                try:
+                    shards = sorted(set(json.load(reader)["weight_map"].values()))
+                except (ValueError, KeyError, TypeError, AttributeError) as error:
+                    raise ValueError(
+                        f"{reference}: {index} is not a shard index ({error})"
+                    ) from None
+            for shard in shards:
+                if os.path.basename(shard) != shard or shard in ("", ".", ".."):
+                    raise ValueError(f"{reference}: {index} names {shard!r}, not a file beside it")
+                fetch(shard, required=True)
+            return f"{index}, {len(shards)} shards"
+        tried.append(index)
+    raise FileNotFoundError(
+        f"{reference}: no BERT weights read here ({', '.join(tried)} not in the repository; "
+        "Flax-only repositories are not read)"
+    )

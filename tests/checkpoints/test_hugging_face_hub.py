@@ -1,0 +1,132 @@
+"""Hugging Face Hub repositories as --init_checkpoint (hugging_face_hub.py), served from
+127.0.0.1 in the Hub's layout (`/{repo}/resolve/{revision}/{file}`, $HF_ENDPOINT)."""
+
+import functools
+import http.server
+import json
+import pathlib
+import shutil
+import threading
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from safetensors.numpy import load_file, save_file
+
+from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
+from official_bert.checkpoints.conversion import convert_checkpoint
+from official_bert.checkpoints.hugging_face_hub import _repository_and_revision
+from tests.conftest import FIXTURES
+
+
+class _HubHandler(http.server.SimpleHTTPRequestHandler):
+    """Files under the served folder; the `gated/` repositories only with the right token."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/gated/") and self.headers.get("Authorization") != "Bearer t0k":
+            self.send_error(401)
+            return
+        super().do_GET()
+
+
+def _repository(root, name: str, source, files) -> None:
+    folder = root / name / "resolve" / "main"
+    folder.mkdir(parents=True)
+    for file in files:
+        shutil.copy(source / file, folder / file)
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    """A Hub at $HF_ENDPOINT with: `tiny/bert-pt` (config.json, pytorch_model.bin, vocab.txt),
+    `tiny/bert-sharded` (safetensors in two shards and their index), `tiny/no-weights`
+    (config.json only) and `gated/bert-pt` (the first, behind a token)."""
+    root = tmp_path / "hub"
+    pytorch = FIXTURES / "hf_weights" / "bert"
+    (tmp_path / "vocab").mkdir()
+    vocab = tmp_path / "vocab" / "vocab.txt"
+    config = json.loads((pytorch / "config.json").read_text())
+    vocab.write_text("".join(f"[unused{i}]\n" for i in range(config["vocab_size"])))
+    for name in ("tiny/bert-pt", "gated/bert-pt"):
+        _repository(root, name, pytorch, ["config.json", "pytorch_model.bin"])
+        shutil.copy(vocab, root / name / "resolve" / "main" / "vocab.txt")
+    classifier = FIXTURES / "hf_finetuned_heads" / "sequence_classification"
+    _repository(root, "tiny/bert-sharded", classifier, ["config.json"])
+    sharded = root / "tiny" / "bert-sharded" / "resolve" / "main"
+    tensors = load_file(str(classifier / "model.safetensors"))
+    names = sorted(tensors)
+    weight_map = {}
+    for index, part in enumerate((names[: len(names) // 2], names[len(names) // 2 :])):
+        shard = f"model-0000{index + 1}-of-00002.safetensors"
+        save_file({name: tensors[name] for name in part}, str(sharded / shard))
+        weight_map.update(dict.fromkeys(part, shard))
+    (sharded / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    _repository(root, "tiny/no-weights", pytorch, ["config.json"])
+    handler = functools.partial(_HubHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+    monkeypatch.setenv("OFFICIAL_BERT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    yield root
+    server.shutdown()
+    server.server_close()
+
+
+def test_references_name_a_repository_and_revision():
+    assert _repository_and_revision("hf://bert-base-uncased") == ("bert-base-uncased", "main")
+    assert _repository_and_revision("hf://hfl/chinese-roberta-wwm-ext@v1.0") == (
+        "hfl/chinese-roberta-wwm-ext",
+        "v1.0",
+    )
+    assert _repository_and_revision(
+        "https://huggingface.co/google-bert/bert-base-chinese/tree/refs%2Fpr%2F1"
+    ) == ("google-bert/bert-base-chinese", "refs%2Fpr%2F1")
+    with pytest.raises(ValueError, match="expected hf://OWNER/NAME"):
+        _repository_and_revision("hf://a/b/c")
+
+
+def _tf1_arrays(prefix) -> dict:
+    reader = tf.train.load_checkpoint(str(prefix))
+    return {name: reader.get_tensor(name) for name in reader.get_variable_to_shape_map()}
+
+
+@pytest.mark.parametrize(
+    "repository, local",
+    [
+        ("tiny/bert-pt", FIXTURES / "hf_weights" / "bert"),
+        ("tiny/bert-sharded", FIXTURES / "hf_finetuned_heads" / "sequence_classification"),
+    ],
+)
+def test_a_repository_converts_as_its_local_folder_does(hub, tmp_path, repository, local):
+    folder = resolve_checkpoint_url(f"hf://{repository}")
+    assert folder.endswith(repository.split("/")[1])
+    convert_checkpoint(f"hf://{repository}", str(tmp_path / "from_hub"), "tf1")
+    convert_checkpoint(str(local), str(tmp_path / "from_folder"), "tf1")
+    from_hub = _tf1_arrays(tmp_path / "from_hub" / "bert_model.ckpt")
+    from_folder = _tf1_arrays(tmp_path / "from_folder" / "bert_model.ckpt")
+    assert set(from_hub) == set(from_folder) and len(from_hub) >= 30
+    for name, value in from_folder.items():
+        np.testing.assert_array_equal(from_hub[name], value, err_msg=name)
+    # A second use reads the cache: the server's files may go.
+    shutil.rmtree(hub / repository.split("/")[0])
+    assert resolve_checkpoint_url(f"hf://{repository}") == folder
+
+
+def test_missing_repositories_weights_and_tokens_are_named(hub, monkeypatch):
+    with pytest.raises(FileNotFoundError, match=r"hf://tiny/none: config.json not found at "):
+        resolve_checkpoint_url("hf://tiny/none")
+    with pytest.raises(FileNotFoundError, match=r"no BERT weights read here \(model.safetensors"):
+        resolve_checkpoint_url("hf://tiny/no-weights")
+    with pytest.raises(FileNotFoundError, match="HTTP 401.*needs HF_TOKEN"):
+        resolve_checkpoint_url("hf://gated/bert-pt")
+    monkeypatch.setenv("HF_TOKEN", "t0k")
+    folder = resolve_checkpoint_url("hf://gated/bert-pt")
+    assert sorted(p.name for p in pathlib.Path(folder).iterdir()) == [
+        "config.json",
+        "pytorch_model.bin",
+        "vocab.txt",
+    ]
