@@ -14,6 +14,7 @@ import hashlib
 import os
 import shutil
 import time
+import urllib.error
 import urllib.request
 
 from absl import logging
