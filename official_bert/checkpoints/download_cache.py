@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import time
 import urllib.error
@@ -19,6 +20,7 @@ import urllib.request
 
 from absl import logging
 
+_TEMPORARY = re.compile(r"\..+\.tmp-(\d+)(\..+)?")
 _CHUNK_BYTES = 1 << 20
 _PROGRESS_SECONDS = 10.0
 
@@ -31,12 +33,34 @@ def checkpoint_cache_dir() -> str:
 
 
 def source_folder(source: str) -> str:
-    """The cache folder of one source (a URL, a repository and revision), made if missing."""
+    """The cache folder of one source (a URL, a repository and revision), made if missing;
+    what killed downloads left there is removed (remove_stale_temporaries)."""
     folder = os.path.join(
         checkpoint_cache_dir(), hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
     )
     os.makedirs(folder, exist_ok=True)
+    remove_stale_temporaries(folder)
     return folder
+
+
+def remove_stale_temporaries(folder: str) -> None:
+    """Removes the temporary names in `folder` (temporary_name's `.NAME.tmp-PID...`) of
+    processes that no longer run: a download or unpacking that was killed (a partial archive
+    can be as large as the model)."""
+    for name in os.listdir(folder):
+        match = _TEMPORARY.fullmatch(name)
+        if match and not _process_runs(int(match.group(1))):
+            remove_leftovers(os.path.join(folder, name))
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def temporary_name(final: str) -> str:

@@ -5,7 +5,9 @@ import functools
 import http.server
 import json
 import os
+import pathlib
 import shutil
+import subprocess
 import tarfile
 import threading
 import zipfile
@@ -13,6 +15,7 @@ import zipfile
 import pytest
 
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
+from official_bert.checkpoints.download_cache import source_folder
 from official_bert.checkpoints.pretrained import load_tokenizer
 from official_bert.tasks.classification import ClassifierOptions
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT
@@ -175,3 +178,19 @@ def test_extract_features_from_a_url_alone(served, tmp_path):
         outputs[name] = (output.read_text(), ran.stderr)
     assert outputs["url"][0] == outputs["local"][0]
     assert f"Downloading {base}/{RELEASE}.zip" in outputs["url"][1], outputs["url"][1]
+
+
+def test_what_killed_downloads_left_is_removed(served):
+    """A download killed with SIGKILL leaves its temporary archive (as large as the model): the
+    next use of the cache folder removes it, unless its process still runs."""
+    base, _ = served
+    url = f"{base}/{RELEASE}.zip"
+    folder = pathlib.Path(source_folder(url))
+    dead = subprocess.Popen(["true"])  # a process that has ended: its pid runs nothing
+    dead.wait()
+    killed = folder / f".{RELEASE}.tmp-{dead.pid}.zip"
+    killed.write_bytes(b"PK partial")
+    running = folder / f".{RELEASE}.tmp-1"  # pid 1 runs as long as the machine
+    running.mkdir()
+    resolve_checkpoint_url(url)
+    assert not killed.exists() and running.is_dir()
