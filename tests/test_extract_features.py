@@ -315,3 +315,16 @@ def test_a_checkpoint_without_a_pooler_is_read_without_a_warning(tmp_path, caplo
     with caplog.at_level(logging.WARNING):
         load_bert_weights(encoder, str(source))
     assert any("holds no pooler" in r.getMessage() for r in caplog.records)
+
+
+def test_the_default_layers_of_a_shallow_encoder_are_all_of_them(original_tiny_dir, tmp_path):
+    """The original's default (-1,-2,-3,-4) names layers a 2-layer encoder has not: without
+    --layers every layer is written, the last first, as the original orders them."""
+    text = tmp_path / "input.txt"
+    text.write_text("the man went to the store.\n")
+    output = tmp_path / "features.jsonl"
+    flags = [f for f in _flags(original_tiny_dir, text, output) if not f.startswith("--layers")]
+    result = _run(*flags, "--max_seq_length=12")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (line,) = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [layer["index"] for layer in line["features"][0]["layers"]] == [-1, -2]

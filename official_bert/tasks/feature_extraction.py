@@ -45,8 +45,12 @@ from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case
 
 # The "index" of the mixed entry in the output when extracting with a ScalarMix.
 SCALAR_MIX_INDEX = "scalar_mix"
-# The original's --layers default: the last four layers.
-DEFAULT_LAYERS = "-1,-2,-3,-4"
+
+
+def default_layers(num_layers: int) -> str:
+    """The original's default, the last four layers; all of them in a shallower encoder (the
+    2- and 3-layer BERTs of the 2020 release), where the original's default fails."""
+    return ",".join(str(-k) for k in range(1, min(4, num_layers) + 1))
 
 
 def parse_layer_indexes(layers: str, num_layers: int) -> list[int]:
@@ -222,7 +226,9 @@ class FeatureExtractionOptions:
     input_file: str = option(help="Text file: one example per line, pairs as 'a ||| b'.")
     output_file: str = option(help="JSON-lines output file.")
     layers: str | None = option(
-        None, help="Comma-separated encoder layers to output (default: -1,-2,-3,-4)."
+        None,
+        help="Comma-separated encoder layers to output (default: -1,-2,-3,-4, or every layer "
+        "of an encoder with fewer).",
     )
     bert_config_file: str | None = option(
         None,
@@ -359,7 +365,7 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         scalar_mix = load_scalar_mix(options.scalar_mix_weights, config.num_hidden_layers)
     else:
         layer_indexes = parse_layer_indexes(
-            options.layers or DEFAULT_LAYERS, config.num_hidden_layers
+            options.layers or default_layers(config.num_hidden_layers), config.num_hidden_layers
         )
     with fast_kernels(options.fast_kernels):
         encoder = BertEncoder.from_bert_config(config)
