@@ -202,12 +202,23 @@ def encoder_module_config(module, source: str):
 
 
 def tf_hub_encoder_config(path: str):
-    """The BertConfig of the module at `path` (encoder_module_config)."""
+    """The BertConfig of the module at `path` (encoder_module_config). Its bert_config.json
+    asset (this project's exports) is read without loading the module, which reads every
+    weight (from gs://, over the network)."""
+    from official_bert.config import BertConfig
+
+    asset = os.path.join(path, "assets", "bert_config.json")
+    if tf.io.gfile.exists(asset):
+        return BertConfig.from_json_file(asset)
     return encoder_module_config(tf.saved_model.load(path), path)
 
 
+# The module's do_lower_case variable (Model Garden's exports and ours) in its checkpoint.
+_LOWER_CASE_KEY = "do_lower_case/.ATTRIBUTES/VARIABLE_VALUE"
+
+
 def tf_hub_encoder_lower_case(path: str) -> bool | None:
-    """The module's do_lower_case, or None where it has none."""
-    module = tf.saved_model.load(path)
-    flag = getattr(module, "do_lower_case", None)
-    return None if flag is None else bool(flag.numpy())
+    """The module's do_lower_case, or None where it has none: read from its variables'
+    checkpoint, without loading the module."""
+    reader = tf.train.load_checkpoint(os.path.join(path, "variables", "variables"))
+    return bool(reader.get_tensor(_LOWER_CASE_KEY)) if reader.has_tensor(_LOWER_CASE_KEY) else None

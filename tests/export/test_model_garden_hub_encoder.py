@@ -271,3 +271,28 @@ def test_a_classifier_fine_tunes_from_it_as_init_checkpoint(tmp_path):
     results = run_classifier(options)
     # Chance is 0.5; 1.0 with seed 1 here.
     assert results["eval"]["eval_accuracy"] >= 0.8, results["eval"]
+
+
+def test_an_exports_casing_and_config_are_read_without_loading_it(
+    tiny_checkpoint_dir, tmp_path, monkeypatch
+):
+    """The casing from the module's variables, the config from its bert_config.json asset: no
+    tf.saved_model.load, which reads every weight (over the network from gs://)."""
+    from official_bert.export import export_tfhub
+
+    cased = export_tfhub(
+        "model",
+        str(tmp_path / "cased"),
+        str(tiny_checkpoint_dir / "vocab.txt"),
+        model_checkpoint_path=str(tiny_checkpoint_dir / "bert_model.ckpt"),
+        do_lower_case=False,
+    )
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("tf.saved_model.load called")
+
+    monkeypatch.setattr(tf.saved_model, "load", refuse)
+    assert find_lower_case(cased) is False
+    assert find_lower_case(str(MODEL_GARDEN / "encoder")) is True
+    expected = read_bert_config(str(tiny_checkpoint_dir / "bert_config.json"))
+    assert read_bert_config(cased).to_dict() == expected.to_dict()
