@@ -71,6 +71,8 @@ def hugging_face_repository(reference: str) -> str:
     Raises:
       FileNotFoundError: the repository (or revision) does not exist, or holds no config.json
         or no BERT weights of a layout read here.
+      ValueError: another architecture than BERT (config.json's model_type), found before its
+        weights are downloaded.
       OSError: no connection, or a download cut short.
     """
     repository, revision = _repository_and_revision(reference)
@@ -87,6 +89,7 @@ def hugging_face_repository(reference: str) -> str:
     fetch = functools.partial(_fetch, reference, base, writing, headers)
     try:
         fetch("config.json", required=True)
+        _check_is_bert(os.path.join(writing, "config.json"), reference)
         weights = _fetch_weights(fetch, writing, reference)
         for name in _OPTIONAL_FILES:
             fetch(name, required=False)
@@ -111,6 +114,20 @@ def _fetch(
         what = "found" if error.code == 404 else f"readable (HTTP {error.code})"
         token = "; a gated or private repository needs HF_TOKEN" if error.code in (401, 403) else ""
         raise FileNotFoundError(f"{reference}: {name} not {what} at {base}/{name}{token}") from None
+
+
+def _check_is_bert(config_file: str, reference: str) -> None:
+    """Refuses another architecture before its weights are downloaded (they may be gigabytes)."""
+    try:
+        with open(config_file, encoding="utf-8") as reader:
+            model_type = json.load(reader).get("model_type", "bert")
+    except (ValueError, AttributeError) as error:
+        raise ValueError(f"{reference}: config.json is not a JSON object ({error})") from None
+    if model_type != "bert":
+        raise ValueError(
+            f"{reference}: a {model_type!r} model (config.json's model_type), not BERT; its "
+            "weights were not downloaded"
+        )
 
 
 def _fetch_weights(fetch, folder: str, reference: str) -> str:

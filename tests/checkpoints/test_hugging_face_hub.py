@@ -65,6 +65,9 @@ def hub(tmp_path, monkeypatch):
         weight_map.update(dict.fromkeys(part, shard))
     (sharded / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
     _repository(root, "tiny/no-weights", pytorch, ["config.json"])
+    roberta = root / "tiny" / "roberta" / "resolve" / "main"
+    _repository(root, "tiny/roberta", pytorch, ["pytorch_model.bin"])
+    (roberta / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
     handler = functools.partial(_HubHandler, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -121,6 +124,8 @@ def test_missing_repositories_weights_and_tokens_are_named(hub, monkeypatch):
         resolve_checkpoint_url("hf://tiny/none")
     with pytest.raises(FileNotFoundError, match=r"no BERT weights read here \(model.safetensors"):
         resolve_checkpoint_url("hf://tiny/no-weights")
+    with pytest.raises(ValueError, match="a 'roberta' model .* its weights were not downloaded"):
+        resolve_checkpoint_url("hf://tiny/roberta")
     with pytest.raises(FileNotFoundError, match="HTTP 401.*needs HF_TOKEN"):
         resolve_checkpoint_url("hf://gated/bert-pt")
     monkeypatch.setenv("HF_TOKEN", "t0k")
