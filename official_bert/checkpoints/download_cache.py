@@ -11,6 +11,7 @@ would be taken for a whole one the next time) and unpacks again at every call.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import re
 import shutil
@@ -22,6 +23,8 @@ from absl import logging
 
 _TEMPORARY = re.compile(r"\..+\.tmp-(\d+)(\..+)?")
 _CHUNK_BYTES = 1 << 20
+_ATTEMPTS = 3
+_RETRY_SECONDS = 2.0
 _PROGRESS_SECONDS = 10.0
 
 
@@ -71,36 +74,73 @@ def temporary_name(final: str) -> str:
 def download(url: str, target: str, headers: dict | None = None) -> None:
     """Writes the body of `url` to `target`, logging progress (bytes, rate, ETA) as it goes.
 
+    A connection that drops mid-way, or a server error (HTTP 5xx), is tried again (_ATTEMPTS in
+    all, _RETRY_SECONDS apart, more each time), from where it stopped where the server takes a
+    byte range (as Cloud Storage and the Hugging Face Hub's file store do), else from the start.
+
     Raises:
-      urllib.error.HTTPError: the server answered with an error (e.g. 404), before anything
-        was written.
-      OSError: no connection, or the body was cut short.
+      urllib.error.HTTPError: the server answered with an error (e.g. 404); `target` is then
+        removed.
+      OSError: no connection, or the body was cut short at every attempt.
     """
-    request = urllib.request.Request(url, headers=headers or {})
+    written, total = 0, 0
+    with open(target, "wb") as writer:
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                written, total = _download_into(url, writer, headers or {}, written, total)
+                if not total or written == total:
+                    return
+                problem = f"cut short: {written} of {total} bytes"
+            except urllib.error.HTTPError as error:
+                if error.code < 500 or attempt == _ATTEMPTS:  # 5xx: the server's trouble, retried
+                    writer.close()
+                    os.remove(target)  # none of it: a caller may take a 404 as "no such file"
+                    raise
+                problem = f"HTTP {error.code}"
+            except (OSError, http.client.HTTPException) as error:
+                problem = f"{type(error).__name__}: {error}"
+            if attempt == _ATTEMPTS:
+                raise OSError(f"download of {url} failed {attempt} times; the last: {problem}")
+            logging.warning(
+                "download of %s: %s; trying again (%d of %d)", url, problem, attempt + 1, _ATTEMPTS
+            )
+            time.sleep(_RETRY_SECONDS * attempt)
+
+
+def _download_into(url: str, writer, headers: dict, written: int, total: int) -> tuple[int, int]:
+    """One request for `url`: the rest of the body after `written` bytes where the server takes
+    a range (206), else all of it (`writer` emptied first). Returns (bytes written, the body's
+    size or 0 where unknown)."""
+    if written:
+        headers = {**headers, "Range": f"bytes={written}-"}
     try:
-        response = urllib.request.urlopen(request, timeout=60)
+        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
     except urllib.error.HTTPError:
         raise
     except OSError as error:
         raise OSError(f"cannot download {url}: {error}") from None
-    started = last_report = time.monotonic()
-    written = 0
-    with response, open(target, "wb") as writer:
-        total = int(response.headers.get("Content-Length") or 0)
-        logging.info(
-            "Downloading %s (%s)", url, f"{total / 1e6:.1f} MB" if total else "size unknown"
-        )
+    with response:
+        length = int(response.headers.get("Content-Length") or 0)
+        if written and response.status == 206:
+            logging.info("Resuming %s at %.1f MB", url, written / 1e6)
+        else:
+            writer.seek(0)
+            writer.truncate()
+            written, total = 0, length
+            logging.info(
+                "Downloading %s (%s)", url, f"{total / 1e6:.1f} MB" if total else "size unknown"
+            )
+        started, last_report, start_bytes = time.monotonic(), time.monotonic(), written
         while chunk := response.read(_CHUNK_BYTES):
             writer.write(chunk)
             written += len(chunk)
             now = time.monotonic()
             if now - last_report >= _PROGRESS_SECONDS:
                 last_report = now
-                rate = written / (now - started)
+                rate = (written - start_bytes) / (now - started)
                 eta = f", ETA {(total - written) / rate:.0f} s" if total and rate else ""
                 logging.info("  %.1f MB, %.1f MB/s%s", written / 1e6, rate / 1e6, eta)
-    if total and written != total:
-        raise OSError(f"download of {url} cut short: {written} of {total} bytes")
+    return written, total
 
 
 def publish_folder(temporary: str, final: str) -> None:

@@ -14,8 +14,9 @@ import zipfile
 
 import pytest
 
+from official_bert.checkpoints import download_cache
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
-from official_bert.checkpoints.download_cache import source_folder
+from official_bert.checkpoints.download_cache import download, source_folder
 from official_bert.checkpoints.pretrained import load_tokenizer
 from official_bert.tasks.classification import ClassifierOptions
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT
@@ -72,6 +73,7 @@ def served(tmp_path, monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     cache = tmp_path / "cache"
     monkeypatch.setenv("OFFICIAL_BERT_CACHE", str(cache))
+    monkeypatch.setattr(download_cache, "_RETRY_SECONDS", 0.01)
     yield f"http://127.0.0.1:{server.server_address[1]}", cache
     server.shutdown()
     server.server_close()
@@ -194,3 +196,49 @@ def test_what_killed_downloads_left_is_removed(served):
     running.mkdir()
     resolve_checkpoint_url(url)
     assert not killed.exists() and running.is_dir()
+
+
+class _DroppingHandler(_QuietHandler):
+    """Drops the connection half-way through a whole-file request (its Content-Length says the
+    whole); answers a byte range (`Range: bytes=N-`) with 206 and the rest."""
+
+    requests: list = []
+
+    def do_GET(self):
+        body = (self.directory_path / self.path.lstrip("/")).read_bytes()
+        requested = self.headers.get("Range")
+        type(self).requests.append(requested)
+        if requested:
+            start = int(requested.removeprefix("bytes=").rstrip("-"))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.send_header("Content-Length", str(len(body) - start))
+            self.end_headers()
+            self.wfile.write(body[start:])
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body[: len(body) // 2])
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def test_a_dropped_download_resumes_where_it_stopped(served, tmp_path):
+    root = tmp_path / "served"
+
+    class Handler(_DroppingHandler):
+        directory_path = root
+        requests = []
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = tmp_path / "downloaded.zip"
+        download(f"http://127.0.0.1:{server.server_address[1]}/{RELEASE}.zip", str(target))
+    finally:
+        server.shutdown()
+        server.server_close()
+    whole = (root / f"{RELEASE}.zip").read_bytes()
+    assert target.read_bytes() == whole
+    assert Handler.requests == [None, f"bytes={len(whole) // 2}-"]
