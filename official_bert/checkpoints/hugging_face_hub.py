@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import urllib.error
 import urllib.parse
+import urllib.request
 
 from absl import logging
 
@@ -65,25 +67,87 @@ def _repository_and_revision(reference: str) -> tuple[str, str]:
 
 
 def hugging_face_repository(reference: str) -> str:
-    """The local folder of the repository `reference` names, downloaded on first use (a folder
-    named as the repository, e.g. `bert-base-uncased`: the casing checks read the name).
+    """The local folder of the repository `reference` names at its current commit, downloaded
+    when that commit is new here (a folder named as the repository, e.g. `bert-base-uncased`:
+    the casing checks read the name).
+
+    The Hub tells the commit a revision names (`X-Repo-Commit` of a HEAD request for its
+    config.json); every file is then fetched at that commit, so a push to the repository while
+    downloading cannot mix two versions, and the next use after a push downloads the new one.
+    Without a connection, the copy of the commit last seen is used, with a warning. A server
+    that tells no commit (some mirrors) is cached by revision name, and not asked again.
 
     Raises:
       FileNotFoundError: the repository (or revision) does not exist, or holds no config.json
         or no BERT weights of a layout read here.
       ValueError: another architecture than BERT (config.json's model_type), found before its
         weights are downloaded.
-      OSError: no connection, or a download cut short.
+      OSError: no connection and no copy here, or a download cut short.
     """
     repository, revision = _repository_and_revision(reference)
     endpoint = os.environ.get("HF_ENDPOINT", f"https://{_HUB_HOST}").rstrip("/")
-    base = f"{endpoint}/{repository}/resolve/{urllib.parse.quote(revision, safe='')}"
-    folder = os.path.join(source_folder(base), repository.split("/")[-1].lstrip(".") or "model")
-    if os.path.isdir(folder):
-        return folder
+    name = repository.split("/")[-1].lstrip(".") or "model"
     headers = (
         {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if "HF_TOKEN" in os.environ else {}
     )
+    revision_base = f"{endpoint}/{repository}/resolve/{urllib.parse.quote(revision, safe='')}"
+    record = os.path.join(source_folder(revision_base), "commit")
+    try:
+        commit = _current_commit(reference, revision_base, headers)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        commit = _read_text(record)
+        folder = commit and os.path.join(source_folder(f"{endpoint}/{repository}@{commit}"), name)
+        if not folder or not os.path.isdir(folder):
+            raise
+        logging.warning(
+            "%s: the Hub cannot be reached (%s); using the copy of commit %s",
+            reference,
+            error,
+            commit,
+        )
+        return folder
+    source = f"{endpoint}/{repository}@{commit}" if commit else revision_base
+    folder = os.path.join(source_folder(source), name)
+    if not os.path.isdir(folder):
+        base = f"{endpoint}/{repository}/resolve/{commit}" if commit else revision_base
+        _download_repository(reference, base, folder, headers)
+    if commit and _read_text(record) != commit:
+        with open(temporary_name(record), "w", encoding="utf-8") as writer:
+            writer.write(commit)
+        os.replace(temporary_name(record), record)
+    return folder
+
+
+def _current_commit(reference: str, revision_base: str, headers: dict) -> str | None:
+    """The commit the revision names now, as the Hub tells it; None where it tells none.
+
+    Raises:
+      FileNotFoundError: the repository or revision is not there (or not readable without a
+        token).
+      OSError: the Hub cannot be reached.
+    """
+    url = f"{revision_base}/config.json"
+    request = urllib.request.Request(url, headers=headers, method="HEAD")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            commit = response.headers.get("X-Repo-Commit")
+    except urllib.error.HTTPError as error:
+        raise _not_there(reference, url, "config.json", error.code) from None
+    return commit if commit and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as reader:
+            return reader.read().strip() or None
+    except OSError:
+        return None
+
+
+def _download_repository(reference: str, base: str, folder: str, headers: dict) -> None:
+    """Downloads the repository's files at `base` into `folder`, which appears only whole."""
     writing = temporary_name(folder)
     os.makedirs(writing, exist_ok=True)
     fetch = functools.partial(_fetch, reference, base, writing, headers)
@@ -91,13 +155,18 @@ def hugging_face_repository(reference: str) -> str:
         fetch("config.json", required=True)
         _check_is_bert(os.path.join(writing, "config.json"), reference)
         weights = _fetch_weights(fetch, writing, reference)
-        for name in _OPTIONAL_FILES:
-            fetch(name, required=False)
+        for file in _OPTIONAL_FILES:
+            fetch(file, required=False)
         publish_folder(writing, folder)
     finally:
         remove_leftovers(writing)
     logging.info("Downloaded %s (%s) into %s", reference, weights, folder)
-    return folder
+
+
+def _not_there(reference: str, url: str, name: str, code: int) -> FileNotFoundError:
+    what = "found" if code == 404 else f"readable (HTTP {code})"
+    token = "; a gated or private repository needs HF_TOKEN" if code in (401, 403) else ""
+    return FileNotFoundError(f"{reference}: {name} not {what} at {url}{token}")
 
 
 def _fetch(
@@ -111,9 +180,7 @@ def _fetch(
     except urllib.error.HTTPError as error:
         if error.code == 404 and not required:
             return False
-        what = "found" if error.code == 404 else f"readable (HTTP {error.code})"
-        token = "; a gated or private repository needs HF_TOKEN" if error.code in (401, 403) else ""
-        raise FileNotFoundError(f"{reference}: {name} not {what} at {base}/{name}{token}") from None
+        raise _not_there(reference, f"{base}/{name}", name, error.code) from None
 
 
 def _check_is_bert(config_file: str, reference: str) -> None:

@@ -7,6 +7,7 @@ import json
 import pathlib
 import shutil
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -20,16 +21,40 @@ from tests.conftest import FIXTURES
 
 
 class _HubHandler(http.server.SimpleHTTPRequestHandler):
-    """Files under the served folder; the `gated/` repositories only with the right token."""
+    """Files under the served folder, at `/{repo}/resolve/main/` and at the commit the handler
+    tells (X-Repo-Commit, as the Hub does; None: a mirror that tells none); the `gated/`
+    repositories only with the right token. Each fixture makes its own subclass."""
+
+    commit: str | None = None
+    gets: list = []
 
     def log_message(self, *args):
         pass
 
-    def do_GET(self):
+    def translate_path(self, path):
+        if self.commit:
+            path = path.replace(f"/resolve/{self.commit}/", "/resolve/main/")
+        return super().translate_path(path)
+
+    def end_headers(self):
+        if self.commit:
+            self.send_header("X-Repo-Commit", self.commit)
+        super().end_headers()
+
+    def _refused(self) -> bool:
         if self.path.startswith("/gated/") and self.headers.get("Authorization") != "Bearer t0k":
             self.send_error(401)
-            return
-        super().do_GET()
+            return True
+        return False
+
+    def do_HEAD(self):
+        if not self._refused():
+            super().do_HEAD()
+
+    def do_GET(self):
+        if not self._refused():
+            type(self).gets.append(self.path)
+            super().do_GET()
 
 
 def _repository(root, name: str, source, files) -> None:
@@ -68,15 +93,22 @@ def hub(tmp_path, monkeypatch):
     roberta = root / "tiny" / "roberta" / "resolve" / "main"
     _repository(root, "tiny/roberta", pytorch, ["pytorch_model.bin"])
     (roberta / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    handler = functools.partial(_HubHandler, directory=str(root))
+    handler_class = type("Handler", (_HubHandler,), {"commit": "a" * 40, "gets": []})
+    handler = functools.partial(handler_class, directory=str(root))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
     monkeypatch.setenv("OFFICIAL_BERT_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("HF_TOKEN", raising=False)
-    yield root
-    server.shutdown()
-    server.server_close()
+    running = [server]
+
+    def stop():  # the Hub goes offline (once; the fixture's end calls it too)
+        while running:
+            running.pop().shutdown()
+            server.server_close()
+
+    yield types.SimpleNamespace(root=root, handler=handler_class, stop=stop)
+    stop()
 
 
 def test_references_name_a_repository_and_revision():
@@ -114,9 +146,10 @@ def test_a_repository_converts_as_its_local_folder_does(hub, tmp_path, repositor
     assert set(from_hub) == set(from_folder) and len(from_hub) >= 30
     for name, value in from_folder.items():
         np.testing.assert_array_equal(from_hub[name], value, err_msg=name)
-    # A second use reads the cache: the server's files may go.
-    shutil.rmtree(hub / repository.split("/")[0])
+    # A second use reads the cache: the Hub is asked for the commit only.
+    downloads = list(hub.handler.gets)
     assert resolve_checkpoint_url(f"hf://{repository}") == folder
+    assert hub.handler.gets == downloads
 
 
 def test_missing_repositories_weights_and_tokens_are_named(hub, monkeypatch):
@@ -135,3 +168,29 @@ def test_missing_repositories_weights_and_tokens_are_named(hub, monkeypatch):
         "pytorch_model.bin",
         "vocab.txt",
     ]
+
+
+def test_a_new_commit_is_downloaded_and_the_last_one_serves_offline(hub):
+    served_vocab = hub.root / "tiny" / "bert-pt" / "resolve" / "main" / "vocab.txt"
+    first = resolve_checkpoint_url("hf://tiny/bert-pt")
+    assert hub.handler.gets[0] == f"/tiny/bert-pt/resolve/{'a' * 40}/config.json"
+    # A push: new files at a new commit. The next use downloads them, beside the old copy.
+    served_vocab.write_text(served_vocab.read_text().replace("[unused0]", "[pushed]"))
+    hub.handler.commit = "b" * 40
+    second = resolve_checkpoint_url("hf://tiny/bert-pt")
+    assert second != first and (pathlib.Path(first) / "vocab.txt").exists()
+    assert (pathlib.Path(second) / "vocab.txt").read_text().startswith("[pushed]")
+    # No connection: the copy of the commit last seen.
+    hub.stop()
+    assert resolve_checkpoint_url("hf://tiny/bert-pt") == second
+    with pytest.raises(OSError, match="cannot|refused"):
+        resolve_checkpoint_url("hf://tiny/bert-sharded")  # never downloaded: nothing to use
+
+
+def test_a_mirror_that_tells_no_commit_is_cached_by_revision(hub):
+    hub.handler.commit = None
+    folder = resolve_checkpoint_url("hf://tiny/bert-pt@main")
+    assert hub.handler.gets[0] == "/tiny/bert-pt/resolve/main/config.json"
+    downloads = list(hub.handler.gets)
+    assert resolve_checkpoint_url("hf://tiny/bert-pt@main") == folder
+    assert hub.handler.gets == downloads
