@@ -43,6 +43,11 @@ _CASED_MODELS = (
     "cased_L-24_H-1024_A-16",
     "multi_cased_L-12_H-768_A-12",
 )
+# How Google names its released BERTs (2018-2020: the above, whole-word masking `wwm_...`, the
+# small `uncased_L-2_H-128_A-2` ...), each folder and archive so named.
+_RELEASED_NAME = re.compile(
+    r"(wwm_)?(multi_)?(un)?cased_L-\d+_H-\d+_A-\d+|(chinese|multilingual)_L-\d+_H-\d+_A-\d+"
+)
 
 # The CJK ideograph blocks the original spaces out character by character (its _is_chinese_char).
 # Hangul, kana and the rest are deliberately absent: the original treats them like any script.
@@ -145,20 +150,42 @@ def vocab_has_upper_case(vocab_file: str) -> bool:
     )
 
 
+def released_model_name(init_checkpoint: str | None) -> str | None:
+    """The name of the released Google model a checkpoint path names, or None: as in the
+    original, the folder holding its file (`.../uncased_L-12_H-768_A-12/bert_model.ckpt`), or
+    the release's folder itself (`--init_checkpoint=$BERT_BASE_DIR`, or a release zip's URL
+    unpacked under its name), where that is one of the released names."""
+    if not init_checkpoint:
+        return None
+    path = os.fspath(init_checkpoint)
+    # The original's pattern: the path component just before "bert_model.ckpt".
+    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", path)
+    if match is not None:
+        return match.group(1)
+    name = os.path.basename(path.rstrip("/"))
+    return name if _RELEASED_NAME.fullmatch(name) else None
+
+
+def released_model_lower_case(init_checkpoint: str | None) -> bool | None:
+    """The casing of the released Google model a path names (released_model_name): its name
+    says it (`uncased_...`, `wwm_cased_...`, `multi_cased_...`; the Chinese and the first
+    multilingual models are uncased); None for any other path."""
+    name = released_model_name(init_checkpoint)
+    if name is None or not _RELEASED_NAME.fullmatch(name):
+        return None
+    return "uncased" in name or "cased" not in name
+
+
 def validate_case_matches_checkpoint(do_lower_case: bool, init_checkpoint: str | None) -> None:
     """Raises ValueError when `do_lower_case` contradicts a released Google checkpoint's casing.
 
-    As in the original, the model is recognised only by the directory holding the released file,
-    e.g. `.../uncased_L-12_H-768_A-12/bert_model.ckpt`; any other path, None or "" passes
-    silently, because the casing of a custom model cannot be known.
+    As in the original, the model is recognised only by its released name
+    (released_model_name); any other path, None or "" passes silently, because the casing of a
+    custom model cannot be known.
     """
-    if not init_checkpoint:
+    model_name = released_model_name(init_checkpoint)
+    if model_name is None:
         return
-    # The original's pattern: the path component just before "bert_model.ckpt".
-    match = re.match(r"^.*?([A-Za-z0-9_-]+)/bert_model.ckpt", os.fspath(init_checkpoint))
-    if match is None:
-        return
-    model_name = match.group(1)
     if model_name in _LOWER_CASE_MODELS and not do_lower_case:
         actual_flag, case_name, opposite_flag = "False", "lowercased", "True"
     elif model_name in _CASED_MODELS and do_lower_case:

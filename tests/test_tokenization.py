@@ -288,6 +288,34 @@ def test_validate_case_accepts_match_or_unknown(do_lower_case, init_checkpoint):
     tokenization.validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
 
 
+def test_a_release_folder_is_checked_as_its_checkpoint():
+    """The unzipped release folder (or a release zip's URL, unpacked under its name) is an
+    --init_checkpoint too: its name is checked as the original checks the file's folder."""
+    with pytest.raises(ValueError, match="should pass in `--do_lower_case=False`"):
+        tokenization.validate_case_matches_checkpoint(True, "/models/cased_L-12_H-768_A-12/")
+    tokenization.validate_case_matches_checkpoint(True, "/models/uncased_L-12_H-768_A-12")
+
+
+@pytest.mark.parametrize(
+    "path, lower_case",
+    [
+        ("/models/uncased_L-12_H-768_A-12/bert_model.ckpt", True),
+        ("/models/cased_L-24_H-1024_A-16", False),
+        ("gs://bucket/wwm_cased_L-24_H-1024_A-16/", False),
+        ("/cache/1f2e/wwm_uncased_L-24_H-1024_A-16", True),
+        ("/models/multi_cased_L-12_H-768_A-12", False),
+        ("/models/multilingual_L-12_H-768_A-12", True),
+        ("/models/chinese_L-12_H-768_A-12/bert_model.ckpt", True),
+        ("/models/uncased_L-2_H-128_A-2", True),  # the 2020 small BERTs
+        ("/models/my_model/bert_model.ckpt", None),
+        ("/models/bert-base-cased", None),  # not a name of Google's release
+        (None, None),
+    ],
+)
+def test_a_released_models_casing_is_in_its_name(path, lower_case):
+    assert tokenization.released_model_lower_case(path) is lower_case
+
+
 def test_fast_tokenizer_requires_unk(tmp_path):
     path = write_vocab(tmp_path / "vocab.txt", ["[CLS]", "a"])
     with pytest.raises(ValueError, match=r"vocab\.txt has no '\[UNK\]' line"):

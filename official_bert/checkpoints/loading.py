@@ -261,10 +261,19 @@ def find_vocab_file(checkpoint_or_config: str | None) -> str | None:
 def find_lower_case(checkpoint_or_config: str | None) -> bool | None:
     """The casing a checkpoint's own files record: a TF1 Hub module's tokenization_info, a TF2
     one's do_lower_case, a keras-hub preset's tokenizer.json, or a Hugging Face
-    tokenizer_config.json's do_lower_case where its vocabulary agrees (below); None where they
-    record none (the original checkpoints' casing is in their names)."""
+    tokenizer_config.json's do_lower_case where its vocabulary agrees (below); else a released
+    Google model's, which its name says (tokenization.released_model_lower_case); None where
+    neither tells."""
+    from official_bert.tokenization import released_model_lower_case
+
     if not checkpoint_or_config:
         return None
+    recorded = _recorded_lower_case(checkpoint_or_config)
+    return recorded if recorded is not None else released_model_lower_case(checkpoint_or_config)
+
+
+def _recorded_lower_case(checkpoint_or_config: str) -> bool | None:
+    """find_lower_case from the checkpoint's own files only."""
     if is_tf1_hub_module(checkpoint_or_config):
         return module_do_lower_case(checkpoint_or_config)
     if is_tf_hub_encoder(checkpoint_or_config):

@@ -45,8 +45,8 @@ class FinetuningOptions(TrainingOptions):
     The model's files resolve when the options are made: bert_config_file defaults to the
     config beside init_checkpoint (or the --hub_module_handle encoder's), vocab_file to the
     vocab.txt beside the config (a keras-hub preset's vocabulary.txt), do_lower_case (None) to
-    the exported encoder's or the keras-hub preset's casing, else True; bert_config is read
-    from bert_config_file unless given.
+    the casing the checkpoint records or its released name says (loading.find_lower_case),
+    else True; bert_config is read from bert_config_file unless given.
     """
 
     # === The original flags ===
@@ -58,8 +58,10 @@ class FinetuningOptions(TrainingOptions):
     )
     do_lower_case: bool | None = option(
         None,
-        help="Lower-case the input (uncased models). Default: true, or the casing of "
-        "--hub_module_handle's encoder or of a keras-hub preset's tokenizer.",
+        help="Lower-case the input (uncased models). Default: the casing the checkpoint "
+        "records (--hub_module_handle's encoder, a keras-hub preset's tokenizer, a Hugging "
+        "Face tokenizer_config.json) or its released name says (cased_L-12_H-768_A-12), "
+        "else true.",
     )
     max_seq_length: int = option(128, help="Wordpieces per example, after packing.")
     do_train: bool = option(False, help="Whether to train.")

@@ -2,6 +2,7 @@
 the raw-text serving export, and the original script's checks."""
 
 import csv
+import shutil
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
-from tests.conftest import REPO_ROOT, SHARED
+from tests.conftest import ORIGINAL_TINY, REPO_ROOT, SHARED
 from tests.export.fresh_process import serve_in_fresh_process
 from tests.warm_interpreter import run_script
 
@@ -232,3 +233,25 @@ def test_output_dir_holding_an_original_checkpoint_is_a_clear_error(minilm_dir, 
     convert_checkpoint(str(minilm_dir), str(output_dir), "tf1")
     with pytest.raises(ValueError, match="not a training checkpoint of this runner"):
         run_classifier(_options(minilm_dir, output_dir, MRPC, do_eval=True))
+
+
+def test_a_cased_release_folder_sets_the_casing(tmp_path):
+    """--init_checkpoint=<the unzipped release folder> of a cased model, no --do_lower_case:
+    the casing its name says (the original's default True would fail its own check)."""
+    folder = tmp_path / "cased_L-2_H-64_A-2"
+    folder.mkdir()
+    for name in (
+        "bert_model.ckpt.index",
+        "bert_model.ckpt.data-00000-of-00001",
+        "bert_config.json",
+    ):
+        shutil.copy(ORIGINAL_TINY / name, folder / name)
+    shutil.copy(ORIGINAL_TINY / "vocab.txt", folder / "vocab.txt")
+    options = ClassifierOptions(
+        task_name="generic",
+        data_dir=str(tmp_path),
+        output_dir=str(tmp_path / "out"),
+        init_checkpoint=str(folder),
+    )
+    assert options.do_lower_case is False
+    assert options.vocab_file == str(folder / "vocab.txt")
