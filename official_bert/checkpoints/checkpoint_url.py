@@ -25,12 +25,12 @@ from official_bert.checkpoints.download_cache import (
     publish_folder,
     remove_leftovers,
     source_folder,
-    temporary_name,
 )
 from official_bert.checkpoints.hugging_face_hub import (
     hugging_face_repository,
     is_hugging_face_reference,
 )
+from official_bert.side_file_names import temporary_path
 
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 
@@ -60,8 +60,8 @@ def _unpacked_archive(url: str) -> str:
     stem = name[: -len(suffix)].lstrip(".") or "unpacked"
     unpacked = os.path.join(source_folder(url), stem)
     if not os.path.isdir(unpacked):
-        archive = temporary_name(unpacked) + suffix
-        unpacking = temporary_name(unpacked)
+        archive = temporary_path(unpacked) + suffix
+        unpacking = temporary_path(unpacked)
         try:
             download(url, archive)
             _unpack(archive, unpacking, url)

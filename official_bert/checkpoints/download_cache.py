@@ -2,7 +2,8 @@
 becomes visible only once whole.
 
 The cache is `$OFFICIAL_BERT_CACHE`, else `~/.cache/official_bert`, one folder per source (a
-hash of its URL). Everything is written under a temporary name (`.NAME.tmp-PID`) and renamed
+hash of its URL). Everything is written under a temporary name (`.NAME.tmp-PID`,
+side_file_names.temporary_path) and renamed
 when complete, so a run that is killed leaves nothing that a later one reads; written by hand
 rather than with keras.utils.get_file, which downloads under the final name (a killed download
 would be taken for a whole one the next time) and unpacks again at every call.
@@ -47,7 +48,8 @@ def source_folder(source: str) -> str:
 
 
 def remove_stale_temporaries(folder: str) -> None:
-    """Removes the temporary names in `folder` (temporary_name's `.NAME.tmp-PID...`) of
+    """Removes the temporary names in `folder` (side_file_names.temporary_path's `.NAME.tmp-PID`, an archive's with
+    its suffix after it) of
     processes that no longer run: a download or unpacking that was killed (a partial archive
     can be as large as the model)."""
     for name in os.listdir(folder):
@@ -64,11 +66,6 @@ def _process_runs(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
-
-
-def temporary_name(final: str) -> str:
-    """A name beside `final` for writing it (`.NAME.tmp-PID`): no reader takes it for `final`."""
-    return os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.tmp-{os.getpid()}")
 
 
 def download(url: str, target: str, headers: dict | None = None) -> None:

@@ -28,8 +28,8 @@ from official_bert.checkpoints.download_cache import (
     publish_folder,
     remove_leftovers,
     source_folder,
-    temporary_name,
 )
+from official_bert.side_file_names import temporary_path
 
 _HUB_HOST = "huggingface.co"
 # The weight files tried in order: (file, shard index or None).
@@ -114,9 +114,9 @@ def hugging_face_repository(reference: str) -> str:
         base = f"{endpoint}/{repository}/resolve/{commit}" if commit else revision_base
         _download_repository(reference, base, folder, headers)
     if commit and _read_text(record) != commit:
-        with open(temporary_name(record), "w", encoding="utf-8") as writer:
+        with open(temporary_path(record), "w", encoding="utf-8") as writer:
             writer.write(commit)
-        os.replace(temporary_name(record), record)
+        os.replace(temporary_path(record), record)
     return folder
 
 
@@ -148,7 +148,7 @@ def _read_text(path: str) -> str | None:
 
 def _download_repository(reference: str, base: str, folder: str, headers: dict) -> None:
     """Downloads the repository's files at `base` into `folder`, which appears only whole."""
-    writing = temporary_name(folder)
+    writing = temporary_path(folder)
     os.makedirs(writing, exist_ok=True)
     fetch = functools.partial(_fetch, reference, base, writing, headers)
     try:
