@@ -50,7 +50,7 @@ def _repository_and_revision(reference: str) -> tuple[str, str]:
     if reference.startswith("hf://"):
         name = reference[len("hf://") :]
     else:
-        name = urllib.parse.urlsplit(reference).path
+        name = urllib.parse.unquote(urllib.parse.urlsplit(reference).path)
         # https://huggingface.co/OWNER/NAME/tree/REVISION, as a browser shows a revision.
         if "/tree/" in name:
             name, revision = name.split("/tree/", 1)

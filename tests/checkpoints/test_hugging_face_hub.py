@@ -119,7 +119,7 @@ def test_references_name_a_repository_and_revision():
     )
     assert _repository_and_revision(
         "https://huggingface.co/google-bert/bert-base-chinese/tree/refs%2Fpr%2F1"
-    ) == ("google-bert/bert-base-chinese", "refs%2Fpr%2F1")
+    ) == ("google-bert/bert-base-chinese", "refs/pr/1")
     with pytest.raises(ValueError, match="expected hf://OWNER/NAME"):
         _repository_and_revision("hf://a/b/c")
 
