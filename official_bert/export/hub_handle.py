@@ -17,6 +17,7 @@ are read as original checkpoints instead (official_bert/checkpoints/tf1_hub_modu
 from __future__ import annotations
 
 import os
+import urllib.parse
 
 import tensorflow as tf
 
@@ -29,6 +30,11 @@ def resolve_hub_handle(handle: str) -> str:
       FileNotFoundError: a folder without saved_model.pb.
     """
     handle = str(handle)
+    if handle.startswith("hf://") or urllib.parse.urlsplit(handle).netloc == "huggingface.co":
+        raise ValueError(
+            f"{handle} is a Hugging Face model repository, not a TF Hub module: pass it as "
+            "--init_checkpoint (its weights are read into this project's encoder)"
+        )
     if not handle.startswith(("http://", "https://")):
         if not tf.io.gfile.exists(os.path.join(handle, "saved_model.pb")):
             raise FileNotFoundError(

@@ -231,6 +231,9 @@ def test_a_folder_is_its_own_handle(tmp_path):
     assert resolve_hub_handle(folder) == folder
     with pytest.raises(FileNotFoundError, match="no saved_model.pb there"):
         resolve_hub_handle(str(tmp_path))
+    for repository in ("hf://google-bert/bert-base-chinese", "https://huggingface.co/org/bert"):
+        with pytest.raises(ValueError, match="a Hugging Face model repository.*--init_checkpoint"):
+            resolve_hub_handle(repository)
 
 
 def test_a_url_without_tensorflow_hub_says_what_to_install(monkeypatch):
