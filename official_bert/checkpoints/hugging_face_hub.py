@@ -29,6 +29,7 @@ from official_bert.checkpoints.download_cache import (
     remove_leftovers,
     source_folder,
 )
+from official_bert.config import write_text_atomically
 from official_bert.side_file_names import temporary_path
 
 _HUB_HOST = "huggingface.co"
@@ -114,9 +115,7 @@ def hugging_face_repository(reference: str) -> str:
         base = f"{endpoint}/{repository}/resolve/{commit}" if commit else revision_base
         _download_repository(reference, base, folder, headers)
     if commit and _read_text(record) != commit:
-        with open(temporary_path(record), "w", encoding="utf-8") as writer:
-            writer.write(commit)
-        os.replace(temporary_path(record), record)
+        write_text_atomically(record, commit)
     return folder
 
 

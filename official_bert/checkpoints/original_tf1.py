@@ -43,13 +43,18 @@ def folder_checkpoint_prefix(directory: str) -> str | None:
     prefix = tf.train.latest_checkpoint(directory)
     if prefix is not None:
         return prefix
-    prefixes = [
+    prefixes = _folder_prefixes(directory)
+    return prefixes[0] if len(prefixes) == 1 else None
+
+
+def _folder_prefixes(directory: str) -> list[str]:
+    """The prefixes of the checkpoints in `directory` (their .index files), in name order."""
+    return sorted(
         index[: -len(".index")]
         for index in tf.io.gfile.glob(os.path.join(directory, "*.index"))
         # A writer's temporary names begin with a dot (side_file_names).
         if not os.path.basename(index).startswith(".")
-    ]
-    return prefixes[0] if len(prefixes) == 1 else None
+    )
 
 
 def resolve_checkpoint_prefix(path: str) -> str:
@@ -59,21 +64,17 @@ def resolve_checkpoint_prefix(path: str) -> str:
         return module_checkpoint_prefix(path)
     if tf.io.gfile.isdir(path):
         prefix = folder_checkpoint_prefix(path)
-        if prefix is None:
-            indexes = sorted(
-                os.path.basename(name)
-                for name in tf.io.gfile.glob(os.path.join(path, "*.index"))
-                if not os.path.basename(name).startswith(".")
+        if prefix is not None:
+            return prefix
+        prefixes = _folder_prefixes(path)  # again, only to say what is wrong
+        if prefixes:
+            indexes = [os.path.basename(p) + ".index" for p in prefixes]
+            raise FileNotFoundError(
+                f"{path} holds several checkpoints ({', '.join(indexes[:4])}"
+                f"{' ...' if len(indexes) > 4 else ''}) and no `checkpoint` file naming one; "
+                f"pass the prefix of the one to read, e.g. {prefixes[0]}"
             )
-            if indexes:
-                raise FileNotFoundError(
-                    f"{path} holds several checkpoints ({', '.join(indexes[:4])}"
-                    f"{' ...' if len(indexes) > 4 else ''}) and no `checkpoint` file naming one; "
-                    "pass the prefix of the one to read, e.g. "
-                    f"{os.path.join(path, indexes[0][: -len('.index')])}"
-                )
-            raise FileNotFoundError(f"no checkpoint found in directory {path}")
-        return prefix
+        raise FileNotFoundError(f"no checkpoint found in directory {path}")
     if not tf.io.gfile.exists(path + ".index"):
         raise FileNotFoundError(
             f"checkpoint not found: {path} (expected {path}.index and its data files; pass the "
