@@ -36,6 +36,17 @@ def temporary_glob(path: str) -> str:
     return _beside(path, ".tmp-*")
 
 
+def partial_path(path: str) -> str:
+    """`<dir>/.<name>.partial`: a download of `path` under way or cut short, kept so that the next
+    run resumes it (a temporary_path is removed once its process has ended)."""
+    return _beside(path, ".partial")
+
+
+def lock_path(path: str) -> str:
+    """`<dir>/.<name>.lock`: the file whose lock one process holds while it makes `path`."""
+    return _beside(path, ".lock")
+
+
 def summary_path(path: str) -> str:
     """`<dir>/.<name>.summary.json`: the JSON summary written after `path` is complete."""
     return _beside(path, _SUMMARY_SUFFIX)

@@ -22,6 +22,7 @@ from absl import logging
 
 from official_bert.checkpoints.download_cache import (
     download,
+    exclusive,
     publish_folder,
     remove_leftovers,
     source_folder,
@@ -59,16 +60,20 @@ def _unpacked_archive(url: str) -> str:
     suffix = next(s for s in ARCHIVE_SUFFIXES if name.endswith(s))
     stem = name[: -len(suffix)].lstrip(".") or "unpacked"
     unpacked = os.path.join(source_folder(url), stem)
-    if not os.path.isdir(unpacked):
-        archive = temporary_path(unpacked) + suffix
-        unpacking = temporary_path(unpacked)
-        try:
-            download(url, archive)
-            _unpack(archive, unpacking, url)
-            publish_folder(unpacking, unpacked)
-        finally:
-            remove_leftovers(archive, unpacking)
-        logging.info("Unpacked %s into %s", url, unpacked)
+    if os.path.isdir(unpacked):
+        return _inner_folder(unpacked)
+    with exclusive(unpacked):
+        if not os.path.isdir(unpacked):  # else another run made it while this one waited
+            archive = os.path.join(os.path.dirname(unpacked), f".{stem}{suffix}")
+            unpacking = temporary_path(unpacked)
+            try:
+                if not os.path.isfile(archive):  # whole where a run stopped before unpacking
+                    download(url, archive)  # what arrived is kept where cut short
+                _unpack(archive, unpacking, url)
+                publish_folder(unpacking, unpacked)
+            finally:
+                remove_leftovers(archive, unpacking)
+            logging.info("Unpacked %s into %s", url, unpacked)
     return _inner_folder(unpacked)
 
 

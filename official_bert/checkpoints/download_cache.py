@@ -2,25 +2,33 @@
 becomes visible only once whole.
 
 The cache is `$OFFICIAL_BERT_CACHE`, else `~/.cache/official_bert`, one folder per source (a
-hash of its URL). Everything is written under a temporary name (`.NAME.tmp-PID`,
-side_file_names.temporary_path) and renamed
-when complete, so a run that is killed leaves nothing that a later one reads; written by hand
-rather than with keras.utils.get_file, which downloads under the final name (a killed download
-would be taken for a whole one the next time) and unpacks again at every call.
+hash of its URL). A download goes to `.NAME.partial` and is renamed when complete; one that is
+cut short (or killed) is resumed by the next run. An archive is unpacked under a temporary name
+(`.NAME.tmp-PID`, side_file_names.temporary_path), removed by a later run once its process has
+ended. A lock file (`.NAME.lock`) lets one run at a time make a folder. So nothing a killed run
+left is ever read as whole. Written by hand rather than with keras.utils.get_file, which
+downloads under the final name (a killed download would be taken for a whole one the next time),
+starts over after a failure and unpacks again at every call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
+import json
 import os
 import re
 import shutil
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from absl import logging
+
+from official_bert.config import write_text_atomically
+from official_bert.side_file_names import lock_path, partial_path
 
 _TEMPORARY = re.compile(r"\..+\.tmp-(\d+)(\..+)?")
 _CHUNK_BYTES = 1 << 20
@@ -69,66 +77,123 @@ def _process_runs(pid: int) -> bool:
 
 
 def download(url: str, target: str, headers: dict | None = None) -> None:
-    """Writes the body of `url` to `target`, logging progress (bytes, rate, ETA) as it goes.
+    """Writes the body of `url` to `target`, which appears only whole, logging progress (bytes,
+    rate, ETA) as it goes. The caller holds exclusive(...) for a folder above `target`.
 
-    A connection that drops mid-way, or a server error (HTTP 5xx), is tried again (_ATTEMPTS in
-    all, _RETRY_SECONDS apart, more each time), from where it stopped where the server takes a
-    byte range (as Cloud Storage and the Hugging Face Hub's file store do), else from the start.
+    The bytes go to `.NAME.partial` beside `target` (side_file_names.partial_path), with what
+    the server said of the file (size, ETag, Last-Modified) in `.NAME.partial.json`. A download
+    cut short (a dropped connection, a server error (HTTP 5xx), a killed or interrupted run)
+    goes on from where it stopped, in this call (_ATTEMPTS in all, _RETRY_SECONDS apart, more
+    each time) or in the next one for the same target: with a byte range where the server takes
+    one, as Cloud Storage and the Hugging Face Hub's file store do, and only while the server
+    still serves the same file (If-Range, then the ETag and size checked); else from the start.
 
     Raises:
-      urllib.error.HTTPError: the server answered with an error (e.g. 404); `target` is then
-        removed.
-      OSError: no connection, or the body was cut short at every attempt.
+      urllib.error.HTTPError: the server answered with a client error (e.g. 404); nothing is
+        kept.
+      OSError: no connection, a server error (5xx) or a body cut short at every attempt; what
+        arrived is kept for the next call.
     """
-    written, total = 0, 0
-    with open(target, "wb") as writer:
+    partial = partial_path(target)
+    known = _read_validator(partial, url)
+    if known is None:
+        remove_leftovers(partial, _validator_path(partial))
+    written = os.path.getsize(partial) if known and os.path.isfile(partial) else 0
+    if known and written > known["size"]:  # not the start of that file
+        written, known = 0, None
+    with open(partial, "r+b" if written else "wb") as writer:
+        writer.seek(written)
         for attempt in range(1, _ATTEMPTS + 1):
             try:
-                written, total = _download_into(url, writer, headers or {}, written, total)
-                if not total or written == total:
-                    return
-                problem = f"cut short: {written} of {total} bytes"
+                written, known = _download_into(url, writer, headers or {}, written, known)
+                if not known["size"] or written == known["size"]:
+                    break
+                problem = f"cut short: {written} of {known['size']} bytes"
             except urllib.error.HTTPError as error:
-                if error.code < 500 or attempt == _ATTEMPTS:  # 5xx: the server's trouble, retried
+                if error.code < 500:  # the file is not there: none of it is kept
                     writer.close()
-                    os.remove(target)  # none of it: a caller may take a 404 as "no such file"
+                    remove_leftovers(partial, _validator_path(partial))
                     raise
-                problem = f"HTTP {error.code}"
+                problem = f"HTTP {error.code}"  # the server's trouble: tried again
             except (OSError, http.client.HTTPException) as error:
                 problem = f"{type(error).__name__}: {error}"
             if attempt == _ATTEMPTS:
-                raise OSError(f"download of {url} failed {attempt} times; the last: {problem}")
+                raise OSError(
+                    f"download of {url} failed {attempt} times; the last: {problem} (the next "
+                    "run goes on from what arrived)"
+                )
             logging.warning(
                 "download of %s: %s; trying again (%d of %d)", url, problem, attempt + 1, _ATTEMPTS
             )
             time.sleep(_RETRY_SECONDS * attempt)
+    os.replace(partial, target)
+    remove_leftovers(_validator_path(partial))
 
 
-def _download_into(url: str, writer, headers: dict, written: int, total: int) -> tuple[int, int]:
-    """One request for `url`: the rest of the body after `written` bytes where the server takes
-    a range (206), else all of it (`writer` emptied first). Returns (bytes written, the body's
-    size or 0 where unknown)."""
-    if written:
-        headers = {**headers, "Range": f"bytes={written}-"}
+def _validator_path(partial: str) -> str:
+    return partial + ".json"
+
+
+def _read_validator(partial: str, url: str) -> dict | None:
+    """What the server said of the file that `partial` holds the start of, where a resumed
+    download can check that it still serves that file: its size and an ETag or Last-Modified."""
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=60)
-    except urllib.error.HTTPError:
-        raise
+        with open(_validator_path(partial), encoding="utf-8") as reader:
+            known = json.load(reader)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(known, dict) or known.get("url") != url or not known.get("size"):
+        return None
+    return known if known.get("etag") or known.get("last_modified") else None
+
+
+def _if_range(known: dict) -> str:
+    """The If-Range value: a strong ETag, else the date (a weak ETag may not be used there)."""
+    etag = known.get("etag")
+    return etag if etag and not etag.startswith("W/") else known.get("last_modified") or ""
+
+
+def _download_into(url: str, writer, headers: dict, written: int, known: dict | None):
+    """One request for `url`: the rest of the body after `written` bytes where the server sends
+    the same file's range (206), else all of it (`writer` emptied first). Returns (bytes
+    written, what the server said of the file: {"size": 0} where it told no size)."""
+    if written and known and written == known["size"]:
+        return written, known  # whole; the run that wrote it ended before its rename
+    if written and known:
+        headers = {**headers, "Range": f"bytes={written}-"}
+        if _if_range(known):  # else a retry in this call: the size and start are checked
+            headers["If-Range"] = _if_range(known)
+    try:
+        response = open_url(urllib.request.Request(url, headers=headers), timeout=60)
+    except urllib.error.HTTPError as error:
+        if error.code != 416 or not written:
+            raise
+        return _download_into(url, writer, _without_range(headers), 0, None)  # not that file
     except OSError as error:
         raise OSError(f"cannot download {url}: {error}") from None
     with response:
-        length = int(response.headers.get("Content-Length") or 0)
-        if written and response.status == 206:
-            logging.info("Resuming %s at %.1f MB", url, written / 1e6)
+        if written and known and response.status == 206:
+            if not _same_file(response, written, known):
+                response.close()
+                return _download_into(url, writer, _without_range(headers), 0, None)
+            logging.info("Resuming %s at %.1f of %.1f MB", url, written / 1e6, known["size"] / 1e6)
         else:
             writer.seek(0)
             writer.truncate()
-            written, total = 0, length
+            written = 0
+            known = _validator_of(response, url)
+            if known["size"] and (known["etag"] or known["last_modified"]):
+                write_text_atomically(_validator_path(writer.name), json.dumps(known))
+            else:  # nothing to check a resumed download against: never resumed
+                remove_leftovers(_validator_path(writer.name))
             logging.info(
-                "Downloading %s (%s)", url, f"{total / 1e6:.1f} MB" if total else "size unknown"
+                "Downloading %s (%s)",
+                url,
+                f"{known['size'] / 1e6:.1f} MB" if known["size"] else "size unknown",
             )
+        total = known["size"]
         started, last_report, start_bytes = time.monotonic(), time.monotonic(), written
-        while chunk := response.read(_CHUNK_BYTES):
+        while chunk := response.read1(_CHUNK_BYTES):  # what has arrived, up to 1 MB
             writer.write(chunk)
             written += len(chunk)
             now = time.monotonic()
@@ -137,7 +202,101 @@ def _download_into(url: str, writer, headers: dict, written: int, total: int) ->
                 rate = (written - start_bytes) / (now - started)
                 eta = f", ETA {(total - written) / rate:.0f} s" if total and rate else ""
                 logging.info("  %.1f MB, %.1f MB/s%s", written / 1e6, rate / 1e6, eta)
-    return written, total
+        writer.flush()
+    return written, known
+
+
+def _without_range(headers: dict) -> dict:
+    return {k: v for k, v in headers.items() if k not in ("Range", "If-Range")}
+
+
+def _validator_of(response, url: str) -> dict:
+    return {
+        "url": url,
+        "size": int(response.headers.get("Content-Length") or 0),
+        "etag": response.headers.get("ETag"),
+        "last_modified": response.headers.get("Last-Modified"),
+    }
+
+
+def _same_file(response, written: int, known: dict) -> bool:
+    """Whether a 206 answer is the rest of the file begun earlier: it starts at `written`, the
+    file's size is the one seen then, and so is its ETag where the server sends one."""
+    content_range = re.fullmatch(
+        r"bytes (\d+)-\d+/(\d+)", response.headers.get("Content-Range") or ""
+    )
+    etag = response.headers.get("ETag")
+    return bool(
+        content_range
+        and int(content_range.group(1)) == written
+        and int(content_range.group(2)) == known["size"]
+        and (not etag or not known.get("etag") or etag == known["etag"])
+    )
+
+
+class _CredentialsStayOnTheirHost(urllib.request.HTTPRedirectHandler):
+    """Follows redirects as urllib does, without the Authorization header where the redirect
+    leaves the host it was sent to (urllib's own handler forwards it to any host): the Hugging
+    Face Hub answers a file request with a signed URL on its file store or CDN, which needs no
+    token and must not see one."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if redirected is not None and not _same_origin(req.full_url, newurl):
+            redirected.remove_header("Authorization")
+        return redirected
+
+
+def _same_origin(url: str, other: str) -> bool:
+    """The same host and port, and not from https down to http (http up to https, as a server
+    redirects to its secure address, keeps the origin)."""
+    old, new = urllib.parse.urlsplit(url), urllib.parse.urlsplit(other)
+    ports = {"http": 80, "https": 443}
+    if old.hostname != new.hostname or (old.scheme == "https" and new.scheme != "https"):
+        return False
+    return (old.port or ports.get(old.scheme)) == (new.port or ports.get(new.scheme)) or (
+        old.scheme == "http" and old.port in (None, 80) and new.port in (None, 443)
+    )
+
+
+_OPENER = urllib.request.build_opener(_CredentialsStayOnTheirHost)
+
+
+def open_url(request: urllib.request.Request, timeout: float):
+    """urllib.request.urlopen, with credentials kept off the hosts a redirect leads to."""
+    return _OPENER.open(request, timeout=timeout)
+
+
+@contextlib.contextmanager
+def exclusive(path: str):
+    """Holds, for the block, the lock of `path` (an advisory flock of `.NAME.lock` beside it):
+    one process at a time downloads or unpacks into `path`; another one waits, then finds it
+    made. The system releases the lock when its holder ends, killed or not. Where fcntl is
+    missing (Windows), no lock: two runs may then both download, and one keeps its copy."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock_path(path), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logging.info("Another run is making %s; waiting for it", path)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def worth_resuming(error: BaseException) -> bool:
+    """Whether a download that stopped with `error` is kept for the next run: a lost
+    connection or an interrupted run, not an answer that the file is missing or refused, and
+    not a file that turned out unreadable."""
+    if isinstance(error, KeyboardInterrupt):
+        return True
+    return isinstance(error, OSError) and not isinstance(error, FileNotFoundError)
 
 
 def publish_folder(temporary: str, final: str) -> None:

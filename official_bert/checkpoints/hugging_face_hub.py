@@ -25,12 +25,15 @@ from absl import logging
 
 from official_bert.checkpoints.download_cache import (
     download,
+    exclusive,
+    open_url,
     publish_folder,
     remove_leftovers,
     source_folder,
+    worth_resuming,
 )
 from official_bert.config import write_text_atomically
-from official_bert.side_file_names import temporary_path
+from official_bert.side_file_names import partial_path
 
 _HUB_HOST = "huggingface.co"
 # The weight files tried in order: (file, shard index or None).
@@ -112,8 +115,10 @@ def hugging_face_repository(reference: str) -> str:
     source = f"{endpoint}/{repository}@{commit}" if commit else revision_base
     folder = os.path.join(source_folder(source), name)
     if not os.path.isdir(folder):
-        base = f"{endpoint}/{repository}/resolve/{commit}" if commit else revision_base
-        _download_repository(reference, base, folder, headers)
+        with exclusive(folder):
+            if not os.path.isdir(folder):  # else another run made it while this one waited
+                base = f"{endpoint}/{repository}/resolve/{commit}" if commit else revision_base
+                _download_repository(reference, base, folder, headers, resume=bool(commit))
     if commit and _read_text(record) != commit:
         write_text_atomically(record, commit)
     return folder
@@ -130,9 +135,11 @@ def _current_commit(reference: str, revision_base: str, headers: dict) -> str | 
     url = f"{revision_base}/config.json"
     request = urllib.request.Request(url, headers=headers, method="HEAD")
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with open_url(request, timeout=30) as response:
             commit = response.headers.get("X-Repo-Commit")
     except urllib.error.HTTPError as error:
+        if error.code >= 500:  # the Hub's trouble, not an answer: the last copy may serve
+            raise OSError(f"HTTP {error.code} for {url}") from None
         raise _not_there(reference, url, "config.json", error.code) from None
     return commit if commit and re.fullmatch(r"[0-9a-f]{40}", commit) else None
 
@@ -145,9 +152,19 @@ def _read_text(path: str) -> str | None:
         return None
 
 
-def _download_repository(reference: str, base: str, folder: str, headers: dict) -> None:
-    """Downloads the repository's files at `base` into `folder`, which appears only whole."""
-    writing = temporary_path(folder)
+def _download_repository(
+    reference: str, base: str, folder: str, headers: dict, resume: bool
+) -> None:
+    """Downloads the repository's files at `base` into `folder`, which appears only whole.
+
+    The files gather in `.NAME.partial` beside it, kept when the download is cut short or
+    killed: with `resume` (`base` names a commit, so its files never change), the next run takes
+    the files there as they are and goes on with the one that was cut short; without it (a
+    revision whose files may have changed since), it starts over.
+    """
+    writing = partial_path(folder)
+    if not resume:
+        remove_leftovers(writing)
     os.makedirs(writing, exist_ok=True)
     fetch = functools.partial(_fetch, reference, base, writing, headers)
     try:
@@ -157,8 +174,10 @@ def _download_repository(reference: str, base: str, folder: str, headers: dict) 
         for file in _OPTIONAL_FILES:
             fetch(file, required=False)
         publish_folder(writing, folder)
-    finally:
-        remove_leftovers(writing)
+    except BaseException as error:
+        if not worth_resuming(error):
+            remove_leftovers(writing)
+        raise
     logging.info("Downloaded %s (%s) into %s", reference, weights, folder)
 
 
@@ -171,8 +190,10 @@ def _not_there(reference: str, url: str, name: str, code: int) -> FileNotFoundEr
 def _fetch(
     reference: str, base: str, folder: str, headers: dict, name: str, required: bool
 ) -> bool:
-    """Downloads the file `name` of the repository into `folder`; False where the repository
-    has no such file and it is not `required`."""
+    """Downloads the file `name` of the repository into `folder` (unless an earlier run did);
+    False where the repository has no such file and it is not `required`."""
+    if os.path.isfile(os.path.join(folder, name)):
+        return True
     try:
         download(f"{base}/{name}", os.path.join(folder, name), headers)
         return True

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import load_file, save_file
 
+from official_bert.checkpoints import download_cache
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.conversion import convert_checkpoint
 from official_bert.checkpoints.hugging_face_hub import _repository_and_revision
@@ -27,6 +28,7 @@ class _HubHandler(http.server.SimpleHTTPRequestHandler):
 
     commit: str | None = None
     gets: list = []
+    failing: tuple = ()  # file names answered with HTTP 503
 
     def log_message(self, *args):
         pass
@@ -49,11 +51,17 @@ class _HubHandler(http.server.SimpleHTTPRequestHandler):
 
     def do_HEAD(self):
         if not self._refused():
+            if self.path.endswith(self.failing):
+                self.send_error(503)
+                return
             super().do_HEAD()
 
     def do_GET(self):
         if not self._refused():
             type(self).gets.append(self.path)
+            if self.path.endswith(self.failing):
+                self.send_error(503)
+                return
             super().do_GET()
 
 
@@ -185,6 +193,27 @@ def test_a_new_commit_is_downloaded_and_the_last_one_serves_offline(hub):
     assert resolve_checkpoint_url("hf://tiny/bert-pt") == second
     with pytest.raises(OSError, match="cannot|refused"):
         resolve_checkpoint_url("hf://tiny/bert-sharded")  # never downloaded: nothing to use
+
+
+def test_a_download_stopped_by_the_server_goes_on_from_the_files_that_arrived(hub, monkeypatch):
+    monkeypatch.setattr(download_cache, "_RETRY_SECONDS", 0.01)
+    hub.handler.failing = ("/vocab.txt",)
+    with pytest.raises(
+        OSError, match=r"/vocab.txt failed 3 times; the last: HTTP 503 \(the next run goes on"
+    ):
+        resolve_checkpoint_url("hf://tiny/bert-pt")
+    assert sum(path.endswith("/vocab.txt") for path in hub.handler.gets) == 3
+    hub.handler.failing, hub.handler.gets = (), []
+    folder = pathlib.Path(resolve_checkpoint_url("hf://tiny/bert-pt"))
+    # The commit's config and weights arrived in the first run: not fetched again.
+    fetched = [path.rsplit("/", 1)[1] for path in hub.handler.gets]
+    assert "vocab.txt" in fetched and not {"config.json", "pytorch_model.bin"} & set(fetched)
+    served = hub.root / "tiny" / "bert-pt" / "resolve" / "main"
+    for name in ("config.json", "pytorch_model.bin", "vocab.txt"):
+        assert (folder / name).read_bytes() == (served / name).read_bytes(), name
+    # The Hub in trouble (HTTP 503 for the commit's question): the copy here serves.
+    hub.handler.failing = ("/config.json",)
+    assert resolve_checkpoint_url("hf://tiny/bert-pt") == str(folder)
 
 
 def test_a_mirror_that_tells_no_commit_is_cached_by_revision(hub):
