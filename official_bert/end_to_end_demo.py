@@ -54,10 +54,12 @@ class DemoSettings:
     classifier_max_train_examples: int = 0
     classifier_learning_rate_pretrained: float = 5e-5
     classifier_learning_rate_from_scratch: float = 5e-4
+    quick_mode: bool = False
 
     @classmethod
     def quick(cls) -> DemoSettings:
         return cls(
+            quick_mode=True,
             dupe_factor=2,
             pretraining_steps=30,
             classifier_epochs=1.0,
@@ -73,6 +75,12 @@ class DemoSettings:
         base = cls.quick() if quick else cls()
         epochs = base.classifier_epochs if quick else 10.0
         return dataclasses.replace(base, pretraining_learning_rate=2e-4, classifier_epochs=epochs)
+
+    def score_caveat(self) -> str:
+        """What a newcomer reading a --quick run's scores must know: they are near chance."""
+        if not self.quick_mode:
+            return ""
+        return " [--quick: a few training steps only, so a score near chance is expected]"
 
 
 def find_minilm_dir() -> str | None:
@@ -340,7 +348,7 @@ def run_demo(
     stages.done(
         "run_classifier",
         started,
-        f"dev accuracy {float(classifier_eval['eval_accuracy']):.3f} "
+        f"dev accuracy {float(classifier_eval['eval_accuracy']):.3f}{settings.score_caveat()} "
         f"({paths['classifier']}/eval_results.txt), test_results.tsv, {serving_model}",
     )
 

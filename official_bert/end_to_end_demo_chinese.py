@@ -125,7 +125,8 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
     stages.done(
         "run_classifier (sentiment)",
         started,
-        f"dev accuracy {float(classifier_eval['eval_accuracy']):.3f}, {serving_model}",
+        f"dev accuracy {float(classifier_eval['eval_accuracy']):.3f}{settings.score_caveat()}, "
+        f"{serving_model}",
     )
 
     entities = os.path.join(samples, "ner")
@@ -143,7 +144,7 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
     stages.done(
         "run_classifier (NER)",
         started,
-        f"dev entity F1 {float(ner_eval['eval_f1']):.3f}, character accuracy "
+        f"dev entity F1 {float(ner_eval['eval_f1']):.3f}{settings.score_caveat()}, character accuracy "
         f"{float(ner_eval['eval_accuracy']):.3f} ({paths['ner']}/eval_predictions.txt)",
     )
 
