@@ -22,6 +22,7 @@ one) and `convert_checkpoint.py`.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -52,8 +53,10 @@ def module_vocab_file(path: str) -> str | None:
     return candidate if tf.io.gfile.exists(candidate) else None
 
 
+@functools.lru_cache(maxsize=2)  # read for the casing, then for the heads: parsed once
 def _inference_graph(path: str):
-    """The MetaGraphDef of the module's graph for the tag set {} (dropout off), else its first."""
+    """The MetaGraphDef of the module's graph for the tag set {} (dropout off), else its first
+    (not to be changed: it is shared by the calls for `path`)."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     saved_model = saved_model_pb2.SavedModel()

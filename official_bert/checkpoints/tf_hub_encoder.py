@@ -147,9 +147,7 @@ def exported_encoder_config(module, handle: str) -> dict:
     """The bert_config.json fields that a loaded exported encoder without a bert_config.json
     asset (TF Model Garden's exports, the TF2 BERT encoders on tfhub.dev) tells: hidden_size
     and num_hidden_layers from a call's outputs (their signature names differ between
-    exporters); vocab_size, max_position_embeddings, type_vocab_size, num_attention_heads and
-    intermediate_size from its variables' shapes (names as Model Garden's and this project's
-    exports write them; a size no variable tells is left out, so BertConfig's default stands).
+    exporters), the other sizes from its variables' shapes (_sizes_from_variables).
     """
     ids = tf.zeros([1, 2], tf.int32)
     outputs = module(
@@ -160,6 +158,16 @@ def exported_encoder_config(module, handle: str) -> dict:
         "hidden_size": int(outputs["pooled_output"].shape[-1]),
         "num_hidden_layers": len(outputs["encoder_outputs"]),
     }
+    variables = [(variable.name, variable.shape.as_list()) for variable in module.variables]
+    return _sizes_from_variables(variables, values, handle)
+
+
+def _sizes_from_variables(variables: list, values: dict, handle: str) -> dict:
+    """`values` with vocab_size, max_position_embeddings, type_vocab_size, num_attention_heads
+    and intermediate_size from the shapes of `variables` ((name, shape) pairs; names as Model
+    Garden's and this project's exports write them). A size no variable tells is left out, so
+    BertConfig's default stands."""
+    values = dict(values)
     # (field, a substring of the variable's name, its rank, the axis that holds the size)
     for field, name_part, rank, axis in (
         ("vocab_size", "word_embeddings", 2, 0),
@@ -169,9 +177,9 @@ def exported_encoder_config(module, handle: str) -> dict:
         ("intermediate_size", "intermediate/kernel", 2, 1),
     ):
         sizes = {
-            int(variable.shape[axis])
-            for variable in module.variables
-            if name_part in variable.name and len(variable.shape) == rank
+            int(shape[axis])
+            for name, shape in variables
+            if name_part in name and len(shape) == rank
         }
         if len(sizes) == 1:
             values[field] = sizes.pop()
@@ -188,6 +196,44 @@ def exported_encoder_config(module, handle: str) -> dict:
     return values
 
 
+def saved_variables(path: str) -> list[tuple[str, list[int]]]:
+    """(name, shape) of each variable of the SavedModel at `path`, from its object graph in
+    saved_model.pb: what tf.saved_model.load would make, without reading a weight."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    with tf.io.gfile.GFile(os.path.join(path, "saved_model.pb"), "rb") as reader:
+        proto.ParseFromString(reader.read())
+    return [
+        (node.variable.name, [int(dim.size) for dim in node.variable.shape.dim])
+        for meta_graph in proto.meta_graphs
+        for node in meta_graph.object_graph_def.nodes
+        if node.WhichOneof("kind") == "variable"
+    ]
+
+
+def _config_from_saved_variables(path: str) -> dict | None:
+    """exported_encoder_config's fields without loading the module (which reads every weight;
+    from gs://, over the network): hidden_size from the pooler's [hidden, hidden] kernel,
+    num_hidden_layers from the number of per-head query kernels ([hidden, heads, head_size],
+    one per layer), as Model Garden's exporter names them. None where the variables tell
+    neither, or there is no saved_model.pb."""
+    if not tf.io.gfile.exists(os.path.join(path, "saved_model.pb")):
+        return None
+    variables = saved_variables(path)
+    pooler = {
+        shape[0]
+        for name, shape in variables
+        if name.endswith("pooler_transform/kernel") and len(shape) == 2 and shape[0] == shape[1]
+    }
+    layers = sum(name.endswith("query/kernel") and len(shape) == 3 for name, shape in variables)
+    if len(pooler) != 1 or not layers:
+        return None
+    return _sizes_from_variables(
+        variables, {"hidden_size": pooler.pop(), "num_hidden_layers": layers}, path
+    )
+
+
 def encoder_module_config(module, source: str):
     """The BertConfig of a loaded TF Hub BERT encoder: its bert_config.json asset, else the
     sizes its variables and outputs tell (exported_encoder_config), with the original's GELU.
@@ -202,14 +248,18 @@ def encoder_module_config(module, source: str):
 
 
 def tf_hub_encoder_config(path: str):
-    """The BertConfig of the module at `path` (encoder_module_config). Its bert_config.json
-    asset (this project's exports) is read without loading the module, which reads every
-    weight (from gs://, over the network)."""
+    """The BertConfig of the module at `path` (encoder_module_config), read without loading
+    the module (which reads every weight; from gs://, over the network) where its
+    bert_config.json asset (this project's exports) or its variables' names and shapes
+    (Model Garden's, _config_from_saved_variables) tell it."""
     from official_bert.config import BertConfig
 
     asset = os.path.join(path, "assets", "bert_config.json")
     if tf.io.gfile.exists(asset):
         return BertConfig.from_json_file(asset)
+    values = _config_from_saved_variables(path)
+    if values is not None:
+        return BertConfig.from_dict({**values, "hidden_act": "gelu"}, source=path)
     return encoder_module_config(tf.saved_model.load(path), path)
 
 

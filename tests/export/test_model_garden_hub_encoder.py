@@ -16,7 +16,10 @@ import tensorflow as tf
 
 from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
 from official_bert.checkpoints.loading import find_lower_case, find_vocab_file, read_bert_config
-from official_bert.checkpoints.tf_hub_encoder import exported_encoder_config
+from official_bert.checkpoints.tf_hub_encoder import (
+    encoder_module_config,
+    exported_encoder_config,
+)
 from official_bert.export.exported_bert_encoder import (
     ExportedBertEncoder,
     read_exported_encoder_settings,
@@ -279,8 +282,10 @@ def test_a_classifier_fine_tunes_from_it_as_init_checkpoint(tmp_path):
 def test_an_exports_casing_and_config_are_read_without_loading_it(
     tiny_checkpoint_dir, tmp_path, monkeypatch
 ):
-    """The casing from the module's variables, the config from its bert_config.json asset: no
-    tf.saved_model.load, which reads every weight (over the network from gs://)."""
+    """The casing from the module's variables, the config from its bert_config.json asset, or
+    for Model Garden's module without one from its variables' names and shapes (the same as
+    loading it tells): no tf.saved_model.load, which reads every weight (over the network from
+    gs://)."""
     from official_bert.export import export_tfhub
 
     cased = export_tfhub(
@@ -291,6 +296,9 @@ def test_an_exports_casing_and_config_are_read_without_loading_it(
         do_lower_case=False,
     )
 
+    model_garden = str(MODEL_GARDEN / "encoder")
+    loaded_config = encoder_module_config(tf.saved_model.load(model_garden), model_garden)
+
     def refuse(*args, **kwargs):
         raise AssertionError("tf.saved_model.load called")
 
@@ -299,3 +307,6 @@ def test_an_exports_casing_and_config_are_read_without_loading_it(
     assert find_lower_case(str(MODEL_GARDEN / "encoder")) is True
     expected = read_bert_config(str(tiny_checkpoint_dir / "bert_config.json"))
     assert read_bert_config(cased).to_dict() == expected.to_dict()
+    config = read_bert_config(model_garden)
+    assert config.to_dict() == loaded_config.to_dict()
+    assert (config.hidden_size, config.num_hidden_layers, config.vocab_size) == (32, 2, 100)
