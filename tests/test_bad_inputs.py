@@ -34,6 +34,7 @@ from official_bert.training import distribution
 from official_bert.training.runner import Runner
 from official_bert.training.training_options import TrainingOptions
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT, SHARED
+from tests.tiny_data import write_tiny_task
 
 SEQ, PREDICTIONS = 32, 5
 
@@ -222,6 +223,37 @@ def test_a_truncated_checkpoint_names_its_files(truncated_checkpoint, tmp_path):
     # convert_checkpoint.py reads it through the same loader.
     with pytest.raises(DamagedCheckpointError, match=r"cannot read the checkpoint .*damaged"):
         convert_checkpoint(str(truncated_checkpoint), str(tmp_path / "out"), "safetensors")
+
+
+def test_a_missing_init_checkpoint_is_named_before_the_data_is_converted(tmp_path):
+    """A mistyped --init_checkpoint stops the run at once, not after the training set's
+    features are written (minutes for a large task), and so does a folder of no checkpoint."""
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.registry import run_classifier
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    write_tiny_task(data_dir)
+    (tmp_path / "empty").mkdir()
+    for init_checkpoint, expected in (
+        (tmp_path / "nope" / "bert_model.ckpt", r"checkpoint not found: .*nope/bert_model\.ckpt"),
+        (tmp_path / "empty", "no checkpoint found in directory"),
+    ):
+        output_dir = tmp_path / "output"
+        options = ClassifierOptions(
+            task_name="generic",
+            labels=["neg", "pos"],
+            data_dir=str(data_dir),
+            output_dir=str(output_dir),
+            bert_config_file=str(ORIGINAL_TINY / "bert_config.json"),
+            vocab_file=str(ORIGINAL_TINY / "vocab.txt"),
+            init_checkpoint=str(init_checkpoint),
+            do_train=True,
+            max_seq_length=16,
+        )
+        with pytest.raises(FileNotFoundError, match=expected):
+            run_classifier(options)
+        assert not output_dir.exists() or not list(output_dir.iterdir())
 
 
 # === 6: no checkpoint with non-finite weights is written or called good ===

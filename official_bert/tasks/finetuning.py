@@ -15,7 +15,9 @@ from absl import logging
 
 from official_bert.checkpoints import head_labels, load_bert_weights
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
+from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.checkpoints.loading import (
+    detect_checkpoint_format,
     find_bert_config,
     find_lower_case,
     find_vocab_file,
@@ -163,6 +165,7 @@ def validate_finetuning_options(options: FinetuningOptions) -> None:
     check_sequence_length(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    check_init_checkpoint_is_there(options)
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
 
 
@@ -258,6 +261,16 @@ def validate_init_source(options) -> None:
             "Give either `hub_module_handle` (its weights are the starting point) or "
             "`init_checkpoint`, not both."
         )
+
+
+def check_init_checkpoint_is_there(options) -> None:
+    """An init_checkpoint that is there and holds BERT weights of a layout read here, found
+    out before the data is converted (its index or header only is read): a mistyped path would
+    otherwise stop the run only after the training set's features are written. After the
+    casing check, which reads the path's name only, as the original's."""
+    if options.init_checkpoint:
+        with damaged_checkpoint_named(options.init_checkpoint):
+            detect_checkpoint_format(options.init_checkpoint)
 
 
 def initialize_weights(model, options, target=None, labels: list[str] | None = None) -> None:
