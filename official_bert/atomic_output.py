@@ -17,7 +17,7 @@ def atomic_output(path: str) -> Iterator[str]:
     matches: see side_file_names) for the block to write.
 
     When the block ends without an error the temporary file is renamed to `path` (replacing
-    one that exists); when it raises, the temporary file is removed and the error propagates.
+    one that exists; an empty file where the block wrote nothing); when it raises, the temporary file is removed and the error propagates.
     A process killed inside the block leaves only the temporary name, never a half-written
     `path`. Close any writer on the temporary name inside the block. The parent directory is
     created first. Paths go through tf.io.gfile, so gs:// works as local ones do.
@@ -28,6 +28,11 @@ def atomic_output(path: str) -> Iterator[str]:
     temporary = temporary_path(path)
     try:
         yield temporary
+        if not tf.io.gfile.exists(temporary):
+            # tf.io.gfile.GFile makes its file at the first write: a writer that had nothing to
+            # write (an empty input) leaves none, and its output is an empty file.
+            with tf.io.gfile.GFile(temporary, "w") as writer:
+                writer.write("")
         tf.io.gfile.rename(temporary, path, overwrite=True)
     finally:
         if tf.io.gfile.exists(temporary):

@@ -46,3 +46,14 @@ def test_failed_block_without_a_previous_file_leaves_nothing(tmp_path):
             open(temporary, "w").close()
             raise KeyboardInterrupt
     assert os.listdir(tmp_path) == []
+
+
+def test_a_writer_that_wrote_nothing_leaves_an_empty_file(tmp_path):
+    """tf.io.gfile.GFile makes its file at its first write: a block that had nothing to write
+    (an empty input) still ends with an empty output, not a failed rename."""
+    import tensorflow as tf
+
+    target = tmp_path / "out.jsonl"
+    with atomic_output(str(target)) as temporary, tf.io.gfile.GFile(temporary, "w"):
+        pass
+    assert target.read_bytes() == b"" and os.listdir(tmp_path) == ["out.jsonl"]

@@ -152,6 +152,23 @@ def test_vocab_mismatch_and_missing_input(original_tiny_dir, tmp_path):
     assert result.returncode != 0 and "input file not found" in result.stderr
 
 
+def test_an_empty_input_gives_an_empty_output_and_a_warning(original_tiny_dir, tmp_path):
+    """Both formats: an empty jsonl file, an npy matrix of no rows (the writers make no file
+    when given nothing to write; the rename of their temporary used to fail)."""
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    jsonl = tmp_path / "o.jsonl"
+    result = _run(*_flags(original_tiny_dir, empty, jsonl))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert jsonl.read_text() == "" and "holds no lines" in result.stderr
+    npy = tmp_path / "o.npy"
+    flags = [f for f in _flags(original_tiny_dir, empty, npy) if not f.startswith("--layers")]
+    result = _run(*flags, "--pooling=mean")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert np.load(npy).shape == (0, 64)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "o.jsonl", "o.npy"]
+
+
 def _scalar_mix_file(path, layer_weights, gamma=1.0, layers=None):
     layers = len(layer_weights) if layers is None else layers
     path.write_text(json.dumps({"layers": layers, "layer_weights": layer_weights, "gamma": gamma}))

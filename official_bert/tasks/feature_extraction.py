@@ -405,6 +405,7 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
             sort_window=sort_window,
         )
         logging.info("Wrote the vectors of %d lines to %s", count, options.output_file)
+        _warn_if_empty(count, options)
         return count
     count = extract_features(
         encoder,
@@ -416,7 +417,17 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
         sort_window=sort_window,
     )
     logging.info("Wrote features of %d examples to %s", count, options.output_file)
+    _warn_if_empty(count, options)
     return count
+
+
+def _warn_if_empty(count: int, options) -> None:
+    if not count:
+        logging.warning(
+            "--input_file=%s holds no lines: --output_file=%s is empty",
+            options.input_file,
+            options.output_file,
+        )
 
 
 def sentence_output_format(options: FeatureExtractionOptions) -> str:
