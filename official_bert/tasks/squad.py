@@ -12,7 +12,11 @@ from absl import logging
 from official_bert.config import check_vocab_matches_config, write_text_atomically
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.squad.dataset import squad_dataset
-from official_bert.data.squad.examples import load_squad_json, read_squad_examples
+from official_bert.data.squad.examples import (
+    SquadFormatError,
+    load_squad_json,
+    read_squad_examples,
+)
 from official_bert.data.squad.features import (
     check_squad_lengths,
     convert_examples_to_features,
@@ -37,6 +41,7 @@ from official_bert.tasks.driver import run_task
 from official_bert.tasks.finetuning import (
     FinetuningOptions,
     FinetuningTask,
+    check_init_checkpoint_is_there,
     check_sequence_length,
     check_serving_dtype,
     create_encoder,
@@ -110,6 +115,7 @@ def validate_squad_options(options: SquadOptions) -> None:
     if options.eval_only:
         if not options.predict_file:
             raise ValueError("If `eval_only` is True, then `predict_file` must be specified.")
+        check_squad_version(options.predict_file, "predict_file", options)
         return
     if not (options.do_train or options.do_predict or options.export_dir):
         raise ValueError(
@@ -125,12 +131,36 @@ def validate_squad_options(options: SquadOptions) -> None:
         needed = options.do_train if name == "train_file" else options.do_predict
         if needed and not tf.io.gfile.exists(path):
             raise FileNotFoundError(f"--{name}={path}: no such file")
+        if needed:
+            check_squad_version(path, name, options)
     check_sequence_length(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
     check_serving_dtype(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
+    check_init_checkpoint_is_there(options)
     check_vocab_matches_config(options.bert_config, options.vocab_file, options.bert_config_file)
+
+
+def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
+    """A SQuAD 2.0 file (questions marked is_impossible) read without version_2_with_negative
+    would stop late and unclearly: training at its first unanswerable question ("no answers"),
+    scoring only after every prediction is made. Said at the start instead."""
+    if options.version_2_with_negative:
+        return
+    unanswerable = sum(
+        bool(isinstance(qa, dict) and qa.get("is_impossible"))
+        for article in load_squad_json(path)
+        if isinstance(article, dict)
+        for paragraph in article.get("paragraphs") or []
+        if isinstance(paragraph, dict)
+        for qa in paragraph.get("qas") or []
+    )
+    if unanswerable:
+        raise SquadFormatError(
+            f"--{flag}={path}: {unanswerable} questions are marked is_impossible, as in a SQuAD "
+            "2.0 file; pass --version_2_with_negative=True"
+        )
 
 
 def score_predictions(

@@ -263,4 +263,16 @@ def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
                 max_seq_length=256,
             )
         )
+    # A SQuAD 2.0 file without --version_2_with_negative: said before training or predicting.
+    qas = [
+        {"id": "a", "question": "who?", "answers": [{"text": "Ann", "answer_start": 0}]},
+        {"id": "b", "question": "when?", "answers": [], "is_impossible": True},
+    ]
+    paragraph = {"context": "Ann came home.", "qas": qas}
+    version_2 = tmp_path / "v2.json"
+    version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
+    for flag in ("train_file", "predict_file"):
+        action = "do_train" if flag == "train_file" else "do_predict"
+        with pytest.raises(ValueError, match=rf"--{flag}=.*v2.json: 1 questions are marked is_imp"):
+            run_squad(_options(minilm_dir, tmp_path, **{action: True, flag: str(version_2)}))
     assert not list(tmp_path.glob("*.tf_record"))
