@@ -78,8 +78,9 @@ def hugging_face_repository(reference: str) -> str:
     The Hub tells the commit a revision names (`X-Repo-Commit` of a HEAD request for its
     config.json); every file is then fetched at that commit, so a push to the repository while
     downloading cannot mix two versions, and the next use after a push downloads the new one.
-    Without a connection, the copy of the commit last seen is used, with a warning. A server
-    that tells no commit (some mirrors) is cached by revision name, and not asked again.
+    Without a connection, the copy of the commit last seen is used, with a warning. A revision
+    that is a commit (40 hex digits) already here is used without asking. A server that tells
+    no commit (some mirrors) is cached by revision name, and not asked again.
 
     Raises:
       FileNotFoundError: the repository (or revision) does not exist, or holds no config.json
@@ -94,6 +95,10 @@ def hugging_face_repository(reference: str) -> str:
     headers = (
         {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if "HF_TOKEN" in os.environ else {}
     )
+    if re.fullmatch(r"[0-9a-f]{40}", revision):  # a commit: its files never change
+        pinned = os.path.join(source_folder(f"{endpoint}/{repository}@{revision}"), name)
+        if os.path.isdir(pinned):
+            return pinned  # no question to the Hub (offline too)
     revision_base = f"{endpoint}/{repository}/resolve/{urllib.parse.quote(revision, safe='')}"
     record = os.path.join(source_folder(revision_base), "commit")
     try:

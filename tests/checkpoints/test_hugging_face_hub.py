@@ -191,6 +191,8 @@ def test_a_new_commit_is_downloaded_and_the_last_one_serves_offline(hub):
     # No connection: the copy of the commit last seen.
     hub.stop()
     assert resolve_checkpoint_url("hf://tiny/bert-pt") == second
+    # A commit named as the revision, here already: read without asking the Hub.
+    assert resolve_checkpoint_url(f"hf://tiny/bert-pt@{'a' * 40}") == first
     with pytest.raises(OSError, match="cannot|refused"):
         resolve_checkpoint_url("hf://tiny/bert-sharded")  # never downloaded: nothing to use
 
