@@ -197,15 +197,18 @@ def _sizes_from_variables(variables: list, values: dict, handle: str) -> dict:
 
 
 def saved_variables(path: str) -> list[tuple[str, list[int]]]:
-    """(name, shape) of each variable of the SavedModel at `path`, from its object graph in
-    saved_model.pb: what tf.saved_model.load would make, without reading a weight."""
+    """(name without ":0", shape) of each variable of the SavedModel at `path`, from its object
+    graph in saved_model.pb: what tf.saved_model.load would make, without reading a weight."""
     from tensorflow.core.protobuf import saved_model_pb2
 
     proto = saved_model_pb2.SavedModel()
     with tf.io.gfile.GFile(os.path.join(path, "saved_model.pb"), "rb") as reader:
         proto.ParseFromString(reader.read())
     return [
-        (node.variable.name, [int(dim.size) for dim in node.variable.shape.dim])
+        (
+            re.sub(r":\d+$", "", node.variable.name),
+            [int(dim.size) for dim in node.variable.shape.dim],
+        )
         for meta_graph in proto.meta_graphs
         for node in meta_graph.object_graph_def.nodes
         if node.WhichOneof("kind") == "variable"
