@@ -78,6 +78,7 @@ def _unpacked_archive(url: str) -> str:
 
 
 def _unpack(archive: str, destination: str, url: str) -> None:
+    logging.info("Unpacking %s (%.1f MB)", url, os.path.getsize(archive) / 1e6)
     try:
         try:
             # "data": no member outside the folder, no links out of it, no device files.
