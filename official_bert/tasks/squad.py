@@ -143,23 +143,31 @@ def validate_squad_options(options: SquadOptions) -> None:
 
 
 def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
-    """A SQuAD 2.0 file (questions marked is_impossible) read without version_2_with_negative
-    would stop late and unclearly: training at its first unanswerable question ("no answers"),
-    scoring only after every prediction is made. Said at the start instead."""
+    """A SQuAD 2.0 file read without version_2_with_negative would stop late and unclearly:
+    training at its first unanswerable question ("no answers"), scoring only after every
+    prediction is made. Said at the start instead. Unanswerable: marked is_impossible, or with
+    an empty answer list beside answered questions (a file with no answers at all is a test
+    file, predicted and not scored)."""
     if options.version_2_with_negative:
         return
-    unanswerable = sum(
-        bool(isinstance(qa, dict) and qa.get("is_impossible"))
+    questions = [
+        qa
         for article in load_squad_json(path)
         if isinstance(article, dict)
         for paragraph in article.get("paragraphs") or []
         if isinstance(paragraph, dict)
         for qa in paragraph.get("qas") or []
-    )
-    if unanswerable:
+        if isinstance(qa, dict)
+    ]
+    marked = sum(bool(qa.get("is_impossible")) for qa in questions)
+    answered = sum(bool(qa.get("answers")) for qa in questions)
+    unanswered = sum(qa.get("answers") == [] for qa in questions)
+    if marked or (answered and unanswered):
+        count = marked or unanswered
+        how = "marked is_impossible" if marked else "without answers beside answered ones"
         raise SquadFormatError(
-            f"--{flag}={path}: {unanswerable} questions are marked is_impossible, as in a SQuAD "
-            "2.0 file; pass --version_2_with_negative=True"
+            f"--{flag}={path}: {count} questions {how}, as in a SQuAD 2.0 file; pass "
+            "--version_2_with_negative=True"
         )
 
 

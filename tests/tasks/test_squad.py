@@ -273,6 +273,11 @@ def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
     version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
     for flag in ("train_file", "predict_file"):
         action = "do_train" if flag == "train_file" else "do_predict"
-        with pytest.raises(ValueError, match=rf"--{flag}=.*v2.json: 1 questions are marked is_imp"):
+        with pytest.raises(ValueError, match=rf"--{flag}=.*v2.json: 1 questions marked is_imp"):
             run_squad(_options(minilm_dir, tmp_path, **{action: True, flag: str(version_2)}))
+    # The same without the is_impossible field (Hugging Face datasets' squad_v2 as JSON).
+    del qas[1]["is_impossible"]
+    version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
+    with pytest.raises(ValueError, match=r"1 questions without answers beside answered ones"):
+        run_squad(_options(minilm_dir, tmp_path, do_predict=True, predict_file=str(version_2)))
     assert not list(tmp_path.glob("*.tf_record"))

@@ -164,7 +164,8 @@ def read_squad_examples(
       path: a SQuAD v1.1 or v2.0 JSON file.
       is_training: read the answers (their positions become training labels). Prediction
         ignores them (scoring reads the file itself).
-      version_2_with_negative: questions may be unanswerable (`is_impossible`).
+      version_2_with_negative: questions may be unanswerable (`is_impossible`; where a file
+        lacks that field, an empty `answers` list).
 
     When training, a question with several answers uses the first (the original refused such
     files; SQuAD dev files give 3-5 answers per question). An answer whose text is not found at
@@ -196,8 +197,12 @@ def read_squad_examples(
                     )
                     continue
                 is_impossible = False
-                if version_2_with_negative:
+                if version_2_with_negative and "is_impossible" in qa:
                     is_impossible = bool(_field(qa, "is_impossible", where, (bool, int)))
+                elif version_2_with_negative:
+                    # Exports without the field (Hugging Face datasets' squad_v2 written back
+                    # as JSON) mark an unanswerable question by its empty answer list.
+                    is_impossible = not _field(qa, "answers", where, list)
                 if is_impossible:
                     examples.append(
                         SquadExample(
@@ -208,7 +213,9 @@ def read_squad_examples(
                 answers = _field(qa, "answers", where, list)
                 if not answers:
                     raise SquadFormatError(
-                        f"{where}: no answers for a question that is not is_impossible"
+                        f"{where}: no answers for a question that is not is_impossible (for "
+                        "SQuAD 2.0 data, whose unanswerable questions have none, pass "
+                        "--version_2_with_negative=True)"
                     )
                 answer_where = f"{where}.answers[0]"
                 answer_text = _field(answers[0], "text", answer_where, str)

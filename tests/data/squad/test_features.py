@@ -152,13 +152,26 @@ def test_malformed_json_names_the_place(tmp_path):
     with pytest.raises(SquadFormatError, match=r"qas\[0\]: 'answers' missing"):
         read_squad_examples(path, is_training=True)
     path = _squad_file(tmp_path, [{"id": "q1", "question": "Where?", "answers": []}])
-    with pytest.raises(SquadFormatError, match=r"qas\[0\]: 'is_impossible' missing"):
-        read_squad_examples(path, is_training=True, version_2_with_negative=True)
+    with pytest.raises(SquadFormatError, match=r"qas\[0\]: no answers .*--version_2_with_neg"):
+        read_squad_examples(path, is_training=True)
     path = _squad_file(tmp_path, [], context=7)
     with pytest.raises(
         SquadFormatError, match=r"paragraphs\[0\]\.context: expected str, found int"
     ):
         read_squad_examples(path, is_training=False)
+
+
+def test_a_version_2_file_without_is_impossible_marks_it_by_empty_answers(tmp_path):
+    """SQuAD 2.0 data written without the field (Hugging Face datasets' squad_v2 as JSON):
+    an empty answer list is an unanswerable question."""
+    qas = [
+        {"id": "a", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 15}]},
+        {"id": "n", "question": "Who?", "answers": []},
+    ]
+    read = read_squad_examples(
+        _squad_file(tmp_path, qas), is_training=True, version_2_with_negative=True
+    )
+    assert [(e.qas_id, e.is_impossible) for e in read.examples] == [("a", False), ("n", True)]
 
 
 def test_an_answer_start_that_does_not_match_is_skipped_and_counted(tmp_path, caplog):
