@@ -13,6 +13,7 @@ starts over after a failure and unpacks again at every call.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import http.client
@@ -87,6 +88,7 @@ def download(url: str, target: str, headers: dict | None = None) -> None:
     each time) or in the next one for the same target: with a byte range where the server takes
     one, as Cloud Storage and the Hugging Face Hub's file store do, and only while the server
     still serves the same file (If-Range, then the ETag and size checked); else from the start.
+    Where the server tells the file's MD5 (Cloud Storage does), the whole is checked against it.
 
     Raises:
       urllib.error.HTTPError: the server answered with a client error (e.g. 404); nothing is
@@ -126,6 +128,7 @@ def download(url: str, target: str, headers: dict | None = None) -> None:
                 "download of %s: %s; trying again (%d of %d)", url, problem, attempt + 1, _ATTEMPTS
             )
             time.sleep(_RETRY_SECONDS * attempt)
+    _check_md5(partial, url, known)
     os.replace(partial, target)
     remove_leftovers(_validator_path(partial))
 
@@ -216,7 +219,50 @@ def _validator_of(response, url: str) -> dict:
         "size": int(response.headers.get("Content-Length") or 0),
         "etag": response.headers.get("ETag"),
         "last_modified": response.headers.get("Last-Modified"),
+        "md5": _md5_of(response.headers),
     }
+
+
+def _transcoded(headers) -> bool:
+    """Whether the body is not the object as stored (Cloud Storage un-gzips an object stored
+    gzipped for a client that did not ask for gzip; its MD5 is then the stored bytes')."""
+    stored = (headers.get("x-goog-stored-content-encoding") or "identity").lower()
+    return stored != "identity" or bool(headers.get("Content-Encoding"))
+
+
+def _md5_of(headers) -> str | None:
+    """The body's MD5 (hex) as the server tells it: Cloud Storage's `x-goog-hash: crc32c=...,
+    md5=<base64>` (the original release's zips are served so), or `Content-MD5`; else None."""
+    values = [
+        part.strip()[len("md5=") :]
+        for part in (headers.get("x-goog-hash") or "").split(",")
+        if part.strip().startswith("md5=")
+    ]
+    value = values[0] if values else headers.get("Content-MD5")
+    if _transcoded(headers):
+        return None
+    try:
+        return base64.b64decode(value, validate=True).hex() if value else None
+    except ValueError:  # not base64: nothing to check against
+        return None
+
+
+def _check_md5(partial: str, url: str, known: dict) -> None:
+    """Compares the whole download with the MD5 the server told (where it told one), so that
+    a file put together across runs and connections is never taken whole when it is not; on a
+    mismatch the bytes and their record are removed."""
+    if not known.get("md5"):
+        return
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(partial, "rb") as reader:
+        while chunk := reader.read(_CHUNK_BYTES * 8):
+            digest.update(chunk)
+    if digest.hexdigest() != known["md5"]:
+        remove_leftovers(partial, _validator_path(partial))
+        raise OSError(
+            f"download of {url}: its MD5 is {digest.hexdigest()}, the server's {known['md5']}; "
+            "removed (the next run downloads it anew)"
+        )
 
 
 def _same_file(response, written: int, known: dict) -> bool:

@@ -2,6 +2,8 @@
 started over when the server's file changed, made once when two runs ask at the same time, and
 credentials kept off the hosts a redirect leads to. Served from 127.0.0.1."""
 
+import base64
+import hashlib
 import http.server
 import os
 import signal
@@ -26,7 +28,8 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
     """Serves `files` (path -> bytes) with an ETag (the body's version), honouring a byte range
     only where If-Range names the ETag served now, as Cloud Storage does. `mode`: "whole";
     "cut" (half the body under a whole-body Content-Length, then the connection closed;
-    no ranges); "cut_then_range" (the same, ranges answered);
+    no ranges); "cut_then_range" (the same, ranges answered); "corrupt_range" (a range
+    answered with other bytes, as a broken cache between would);
     "stall" (half the body, then nothing until `release` is set); "ignore_if_range" (a range
     answered whatever the If-Range). Each test makes its own subclass."""
 
@@ -50,12 +53,16 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         etag = f'"v{self.version}"'
+        md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
         requested = self.headers.get("Range")
         takes_range = self.mode == "ignore_if_range" or self.headers.get("If-Range") == etag
         if requested and self.mode != "cut" and takes_range:
             start = int(requested.removeprefix("bytes=").rstrip("-"))
+            if self.mode == "corrupt_range":  # other bytes under the same ETag
+                body = body[:start] + bytes(len(body) - start)
             self.send_response(206)
             self.send_header("ETag", etag)
+            self.send_header("x-goog-hash", f"crc32c=AAAAAA==,md5={md5}")
             self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
             self.send_header("Content-Length", str(len(body) - start))
             self.end_headers()
@@ -63,6 +70,7 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
             return
         self.send_response(200)
         self.send_header("ETag", etag)
+        self.send_header("x-goog-hash", f"crc32c=AAAAAA==,md5={md5}")  # as Cloud Storage
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.mode in ("cut", "cut_then_range", "stall"):
@@ -145,6 +153,29 @@ def test_a_download_cut_short_is_resumed_by_the_next_run(server, tmp_path):
     _check_release(resolve_checkpoint_url(url))
     assert handler.requests == [(f"/{RELEASE}.zip", f"bytes={len(whole) // 2}-", '"v1"')]
     assert _partials(tmp_path / "cache") == []
+
+
+def test_a_resumed_download_whose_md5_differs_is_removed(server, tmp_path):
+    """Cloud Storage tells each object's MD5 (x-goog-hash): a file put together from two runs
+    that is not the server's is never taken whole; the next run downloads it anew."""
+    handler, base = server
+    url = f"{base}/{RELEASE}.zip"
+    handler.mode = "cut"
+    with pytest.raises(OSError, match="cut short"):
+        resolve_checkpoint_url(url)
+    handler.mode = "corrupt_range"
+    with pytest.raises(OSError, match=r"its MD5 is [0-9a-f]{32}, the server's [0-9a-f]{32}"):
+        resolve_checkpoint_url(url)
+    assert _partials(tmp_path / "cache") == []
+    handler.mode, handler.requests = "whole", []
+    _check_release(resolve_checkpoint_url(url))
+    assert [requested for _, requested, _ in handler.requests] == [None]
+    # Cloud Storage's hash of a gzip-stored object it un-gzips is not the body's: not checked.
+    md5 = base64.b64encode(hashlib.md5(b"x").digest()).decode()
+    told = {"x-goog-hash": f"crc32c=AAAAAA==,md5={md5}"}
+    assert download_cache._md5_of(told) == hashlib.md5(b"x").hexdigest()
+    assert download_cache._md5_of({**told, "x-goog-stored-content-encoding": "gzip"}) is None
+    assert download_cache._md5_of({"Content-MD5": "not base64"}) is None
 
 
 @pytest.mark.parametrize("mode", ["whole", "ignore_if_range"])
