@@ -318,22 +318,28 @@ def exclusive(path: str):
     """Holds, for the block, the lock of `path` (an advisory flock of `.NAME.lock` beside it):
     one process at a time downloads or unpacks into `path`; another one waits, then finds it
     made. The system releases the lock when its holder ends, killed or not. Where fcntl is
-    missing (Windows), no lock: two runs may then both download, and one keeps its copy."""
+    missing (Windows), or the cache's file system takes no locks, no lock (with a warning for
+    the latter): two runs may then both download, and one keeps its copy."""
     try:
         import fcntl
     except ImportError:
         yield
         return
     with open(lock_path(path), "a") as lock:
+        locked = True
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             logging.info("Another run is making %s; waiting for it", path)
             fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError as error:  # e.g. ENOLCK: a network or FUSE file system without locks
+            logging.warning("%s: no lock on this file system (%s); going on", path, error)
+            locked = False
         try:
             yield
         finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+            if locked:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def worth_resuming(error: BaseException) -> bool:

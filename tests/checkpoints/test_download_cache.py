@@ -288,3 +288,16 @@ def test_a_token_is_not_sent_to_the_host_a_redirect_leads_to(tmp_path):
     assert download_cache._same_origin("http://h/a", "https://h/b")
     assert not download_cache._same_origin("https://h/a", "http://h/b")
     assert not download_cache._same_origin("https://h/a", "https://h:8443/b")
+
+
+def test_a_cache_on_a_file_system_without_locks_still_downloads(server, monkeypatch, caplog):
+    import errno
+    import fcntl
+
+    def no_locks(*args):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    handler, base = server
+    _check_release(resolve_checkpoint_url(f"{base}/{RELEASE}.zip"))
+    assert "no lock on this file system" in caplog.text
