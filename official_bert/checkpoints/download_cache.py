@@ -51,7 +51,13 @@ def source_folder(source: str) -> str:
     folder = os.path.join(
         checkpoint_cache_dir(), hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
     )
-    os.makedirs(folder, exist_ok=True)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except PermissionError:
+        raise PermissionError(
+            f"cannot write the download cache {checkpoint_cache_dir()}: set OFFICIAL_BERT_CACHE "
+            "to a folder this user may write"
+        ) from None
     remove_stale_temporaries(folder)
     return folder
 

@@ -301,3 +301,16 @@ def test_a_cache_on_a_file_system_without_locks_still_downloads(server, monkeypa
     handler, base = server
     _check_release(resolve_checkpoint_url(f"{base}/{RELEASE}.zip"))
     assert "no lock on this file system" in caplog.text
+
+
+def test_an_unwritable_cache_says_how_to_move_it(server, monkeypatch):
+    """As a read-only home's ~/.cache answers (simulated: the tests may run as root, who
+    writes anywhere)."""
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(download_cache.os, "makedirs", refuse)
+    _, base = server
+    with pytest.raises(PermissionError, match="set OFFICIAL_BERT_CACHE to a folder this user"):
+        resolve_checkpoint_url(f"{base}/{RELEASE}.zip")
