@@ -94,7 +94,8 @@ def download(url: str, target: str, headers: dict | None = None) -> None:
     each time) or in the next one for the same target: with a byte range where the server takes
     one, as Cloud Storage and the Hugging Face Hub's file store do, and only while the server
     still serves the same file (If-Range, then the ETag and size checked); else from the start.
-    Where the server tells the file's MD5 (Cloud Storage does), the whole is checked against it.
+    Where the server tells the file's MD5 (Cloud Storage does) or SHA-256 (the Hugging Face
+    Hub does for its large files), the whole is checked against it.
 
     Raises:
       urllib.error.HTTPError: the server answered with a client error (e.g. 404); nothing is
@@ -134,7 +135,7 @@ def download(url: str, target: str, headers: dict | None = None) -> None:
                 "download of %s: %s; trying again (%d of %d)", url, problem, attempt + 1, _ATTEMPTS
             )
             time.sleep(_RETRY_SECONDS * attempt)
-    _check_md5(partial, url, known)
+    _check_digests(partial, url, known)
     os.replace(partial, target)
     remove_leftovers(_validator_path(partial))
 
@@ -172,8 +173,9 @@ def _download_into(url: str, writer, headers: dict, written: int, known: dict | 
         headers = {**headers, "Range": f"bytes={written}-"}
         if _if_range(known):  # else a retry in this call: the size and start are checked
             headers["If-Range"] = _if_range(known)
+    request = urllib.request.Request(url, headers=headers)
     try:
-        response = open_url(urllib.request.Request(url, headers=headers), timeout=60)
+        response = open_url(request, timeout=60)
     except urllib.error.HTTPError as error:
         if error.code != 416 or not written:
             raise
@@ -190,7 +192,7 @@ def _download_into(url: str, writer, headers: dict, written: int, known: dict | 
             writer.seek(0)
             writer.truncate()
             written = 0
-            known = _validator_of(response, url)
+            known = _validator_of(response, url, getattr(request, "linked_etag", None))
             if known["size"] and (known["etag"] or known["last_modified"]):
                 write_text_atomically(_validator_path(writer.name), json.dumps(known))
             else:  # nothing to check a resumed download against: never resumed
@@ -219,13 +221,18 @@ def _without_range(headers: dict) -> dict:
     return {k: v for k, v in headers.items() if k not in ("Range", "If-Range")}
 
 
-def _validator_of(response, url: str) -> dict:
+def _validator_of(response, url: str, linked_etag: str | None) -> dict:
+    """What the server said of the file: size, validators, and the digests to check it by."""
+    sha256 = (linked_etag or "").removeprefix("W/").strip('"').lower()
     return {
         "url": url,
         "size": int(response.headers.get("Content-Length") or 0),
         "etag": response.headers.get("ETag"),
         "last_modified": response.headers.get("Last-Modified"),
         "md5": _md5_of(response.headers),
+        # The Hub's X-Linked-Etag of a large (LFS) file is its SHA-256; of a small file a git
+        # blob id (40 hex digits), which is not checked.
+        "sha256": sha256 if re.fullmatch(r"[0-9a-f]{64}", sha256) else None,
     }
 
 
@@ -253,22 +260,25 @@ def _md5_of(headers) -> str | None:
         return None
 
 
-def _check_md5(partial: str, url: str, known: dict) -> None:
-    """Compares the whole download with the MD5 the server told (where it told one), so that
-    a file put together across runs and connections is never taken whole when it is not; on a
-    mismatch the bytes and their record are removed."""
-    if not known.get("md5"):
+def _check_digests(partial: str, url: str, known: dict) -> None:
+    """Compares the whole download with the digests the server told (an MD5, a SHA-256), so
+    that a file put together across runs and connections is never taken whole when it is not;
+    on a mismatch the bytes and their record are removed."""
+    wanted = {name: known[name] for name in ("md5", "sha256") if known.get(name)}
+    if not wanted:
         return
-    digest = hashlib.md5(usedforsecurity=False)
+    digests = {name: hashlib.new(name, usedforsecurity=False) for name in wanted}
     with open(partial, "rb") as reader:
         while chunk := reader.read(_CHUNK_BYTES * 8):
-            digest.update(chunk)
-    if digest.hexdigest() != known["md5"]:
-        remove_leftovers(partial, _validator_path(partial))
-        raise OSError(
-            f"download of {url}: its MD5 is {digest.hexdigest()}, the server's {known['md5']}; "
-            "removed (the next run downloads it anew)"
-        )
+            for digest in digests.values():
+                digest.update(chunk)
+    for name, expected in wanted.items():
+        if digests[name].hexdigest() != expected:
+            remove_leftovers(partial, _validator_path(partial))
+            raise OSError(
+                f"download of {url}: its {name.upper()} is {digests[name].hexdigest()}, the "
+                f"server's {expected}; removed (the next run downloads it anew)"
+            )
 
 
 def _same_file(response, written: int, known: dict) -> bool:
@@ -296,6 +306,13 @@ class _CredentialsStayOnTheirHost(urllib.request.HTTPRedirectHandler):
         redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
         if redirected is not None and not _same_origin(req.full_url, newurl):
             redirected.remove_header("Authorization")
+        if redirected is not None:
+            # What the redirect said of the file (the Hub's X-Linked-Etag: the SHA-256 of a
+            # large file), kept on the request that open_url was given.
+            redirected.first_request = getattr(req, "first_request", req)
+            linked = headers.get("X-Linked-Etag")
+            if linked:
+                redirected.first_request.linked_etag = linked
         return redirected
 
 

@@ -34,6 +34,7 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
     answered whatever the If-Range). Each test makes its own subclass."""
 
     files: dict = {}
+    linked_sha256 = None  # what /linked/ redirects tell; None: the file's own
     version = "1"
     mode = "whole"
     delay = 0.0
@@ -44,6 +45,14 @@ class _FileHandler(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if self.path.startswith("/linked/"):  # as the Hub redirects a large file: its SHA-256
+            target = self.path[len("/linked") :]
+            self.send_response(302)
+            self.send_header("Location", target)
+            sha256 = self.linked_sha256 or hashlib.sha256(self.files[target]).hexdigest()
+            self.send_header("X-Linked-Etag", f'"{sha256}"')
+            self.end_headers()
+            return
         body = self.files.get(self.path)
         type(self).requests.append(
             (self.path, self.headers.get("Range"), self.headers.get("If-Range"))
@@ -176,6 +185,18 @@ def test_a_resumed_download_whose_md5_differs_is_removed(server, tmp_path):
     assert download_cache._md5_of(told) == hashlib.md5(b"x").hexdigest()
     assert download_cache._md5_of({**told, "x-goog-stored-content-encoding": "gzip"}) is None
     assert download_cache._md5_of({"Content-MD5": "not base64"}) is None
+
+
+def test_a_file_behind_a_redirect_is_checked_against_the_hubs_sha256(server, tmp_path):
+    """The Hub redirects a large file to its store with X-Linked-Etag, the file's SHA-256: a
+    download that does not match it is removed, one that does is kept."""
+    handler, base = server
+    download(f"{base}/linked/{RELEASE}.zip", str(tmp_path / "good.zip"))
+    assert (tmp_path / "good.zip").read_bytes() == handler.files[f"/{RELEASE}.zip"]
+    handler.linked_sha256 = "0" * 64
+    with pytest.raises(OSError, match=r"its SHA256 is [0-9a-f]{64}, the server's 0{64}"):
+        download(f"{base}/linked/{RELEASE}.zip", str(tmp_path / "bad.zip"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.zip"]
 
 
 @pytest.mark.parametrize("mode", ["whole", "ignore_if_range"])
