@@ -17,7 +17,8 @@ def atomic_output(path: str) -> Iterator[str]:
     matches: see side_file_names) for the block to write.
 
     When the block ends without an error the temporary file is renamed to `path` (replacing
-    one that exists; an empty file where the block wrote nothing); when it raises, the temporary file is removed and the error propagates.
+    one that exists; an empty file where the block wrote nothing); when it raises, the
+    temporary file is removed and the error propagates.
     A process killed inside the block leaves only the temporary name, never a half-written
     `path`. Close any writer on the temporary name inside the block. The parent directory is
     created first. Paths go through tf.io.gfile, so gs:// works as local ones do.

@@ -63,10 +63,10 @@ def source_folder(source: str) -> str:
 
 
 def remove_stale_temporaries(folder: str) -> None:
-    """Removes the temporary names in `folder` (side_file_names.temporary_path's `.NAME.tmp-PID`, an archive's with
-    its suffix after it) of
-    processes that no longer run: a download or unpacking that was killed (a partial archive
-    can be as large as the model)."""
+    """Removes the temporary names in `folder` (side_file_names.temporary_path's
+    `.NAME.tmp-PID`; earlier versions' archives with their suffix after it) of processes that
+    no longer run: an unpacking or an earlier version's download that was killed (a partial
+    archive can be as large as the model)."""
     for name in os.listdir(folder):
         match = _TEMPORARY.fullmatch(name)
         if match and not _process_runs(int(match.group(1))):
@@ -171,8 +171,9 @@ def _download_into(url: str, writer, headers: dict, written: int, known: dict | 
         return written, known  # whole; the run that wrote it ended before its rename
     if written and known:
         headers = {**headers, "Range": f"bytes={written}-"}
-        if _if_range(known):  # else a retry in this call: the size and start are checked
-            headers["If-Range"] = _if_range(known)
+        if_range = _if_range(known)
+        if if_range:  # else a retry in this call: the size and start are checked
+            headers["If-Range"] = if_range
     request = urllib.request.Request(url, headers=headers)
     try:
         response = open_url(request, timeout=60)
@@ -246,14 +247,14 @@ def _transcoded(headers) -> bool:
 def _md5_of(headers) -> str | None:
     """The body's MD5 (hex) as the server tells it: Cloud Storage's `x-goog-hash: crc32c=...,
     md5=<base64>` (the original release's zips are served so), or `Content-MD5`; else None."""
+    if _transcoded(headers):
+        return None
     values = [
         part.strip()[len("md5=") :]
         for part in (headers.get("x-goog-hash") or "").split(",")
         if part.strip().startswith("md5=")
     ]
     value = values[0] if values else headers.get("Content-MD5")
-    if _transcoded(headers):
-        return None
     try:
         return base64.b64decode(value, validate=True).hex() if value else None
     except ValueError:  # not base64: nothing to check against
@@ -304,15 +305,15 @@ class _CredentialsStayOnTheirHost(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if redirected is not None and not _same_origin(req.full_url, newurl):
+        if redirected is None:
+            return None
+        if not _same_origin(req.full_url, newurl):
             redirected.remove_header("Authorization")
-        if redirected is not None:
-            # What the redirect said of the file (the Hub's X-Linked-Etag: the SHA-256 of a
-            # large file), kept on the request that open_url was given.
-            redirected.first_request = getattr(req, "first_request", req)
-            linked = headers.get("X-Linked-Etag")
-            if linked:
-                redirected.first_request.linked_etag = linked
+        # What the redirect said of the file (the Hub's X-Linked-Etag: the SHA-256 of a large
+        # file), kept on the request that open_url was given.
+        redirected.first_request = getattr(req, "first_request", req)
+        if headers.get("X-Linked-Etag"):
+            redirected.first_request.linked_etag = headers["X-Linked-Etag"]
         return redirected
 
 

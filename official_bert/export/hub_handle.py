@@ -17,9 +17,10 @@ are read as original checkpoints instead (official_bert/checkpoints/tf1_hub_modu
 from __future__ import annotations
 
 import os
-import urllib.parse
 
 import tensorflow as tf
+
+from official_bert.checkpoints.hugging_face_hub import is_hugging_face_reference
 
 
 def resolve_hub_handle(handle: str) -> str:
@@ -30,7 +31,7 @@ def resolve_hub_handle(handle: str) -> str:
       FileNotFoundError: a folder without saved_model.pb.
     """
     handle = str(handle)
-    if handle.startswith("hf://") or urllib.parse.urlsplit(handle).netloc == "huggingface.co":
+    if is_hugging_face_reference(handle):
         raise ValueError(
             f"{handle} is a Hugging Face model repository, not a TF Hub module: pass it as "
             "--init_checkpoint (its weights are read into this project's encoder)"

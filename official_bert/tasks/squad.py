@@ -129,10 +129,11 @@ def validate_squad_options(options: SquadOptions) -> None:
     for name in ("train_file", "predict_file"):
         path = getattr(options, name)
         needed = options.do_train if name == "train_file" else options.do_predict
-        if needed and not tf.io.gfile.exists(path):
+        if not needed:
+            continue
+        if not tf.io.gfile.exists(path):
             raise FileNotFoundError(f"--{name}={path}: no such file")
-        if needed:
-            check_squad_version(path, name, options)
+        check_squad_version(path, name, options)
     check_sequence_length(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
     check_serving_dtype(options)
@@ -150,15 +151,7 @@ def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
     file, predicted and not scored)."""
     if options.version_2_with_negative:
         return
-    questions = [
-        qa
-        for article in load_squad_json(path)
-        if isinstance(article, dict)
-        for paragraph in article.get("paragraphs") or []
-        if isinstance(paragraph, dict)
-        for qa in paragraph.get("qas") or []
-        if isinstance(qa, dict)
-    ]
+    questions = list(_questions(path))
     marked = sum(bool(qa.get("is_impossible")) for qa in questions)
     answered = sum(bool(qa.get("answers")) for qa in questions)
     unanswered = sum(qa.get("answers") == [] for qa in questions)
@@ -196,14 +189,21 @@ def score_predictions(
     return scores
 
 
+def _questions(path: str):
+    """The question objects (`qas` entries) of a SQuAD file; malformed parts are passed over
+    here (read_squad_examples names them)."""
+    for article in load_squad_json(path):
+        if not isinstance(article, dict):
+            continue
+        for paragraph in article.get("paragraphs") or []:
+            if not isinstance(paragraph, dict):
+                continue
+            yield from (qa for qa in paragraph.get("qas") or [] if isinstance(qa, dict))
+
+
 def _has_answers(data_file: str) -> bool:
     """Whether a SQuAD file holds gold answers to score against (test files hold none)."""
-    for article in load_squad_json(data_file):
-        for paragraph in article.get("paragraphs", []):
-            for qa in paragraph.get("qas", []):
-                if qa.get("answers") or qa.get("is_impossible"):
-                    return True
-    return False
+    return any(qa.get("answers") or qa.get("is_impossible") for qa in _questions(data_file))
 
 
 def _read_json(path: str):
