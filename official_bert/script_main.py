@@ -20,14 +20,32 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from types import ModuleType
 
-from absl import app, logging
+from absl import app, flags, logging
 
 _LIBRARY_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def run_command(command: ModuleType) -> None:
+    """Runs a module of official_bert.commands: defines its flags (`command.define_flags()`),
+    makes its docstring the usage text that absl prints for --help (absl reads the docstring of
+    `__main__`: a top-level script's, or the `official-bert` program's), then
+    run_main(command.main)."""
+    command.define_flags()
+    main_module = sys.modules.get("__main__")
+    if main_module is not None and main_module is not command:
+        main_module.__doc__ = command.__doc__
+        # --helpshort lists the key flags of the module named by sys.argv[0] ("run_squad.py",
+        # "official-bert run_squad"), absl's name for the main module: the command's.
+        for flag in flags.FLAGS.get_key_flags_for_module(command.__name__):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    run_main(command.main)
+
+
 def run_main(main: Callable[[list[str]], object]) -> None:
-    """app.run(main), an input error printed as "<script>: error: <message>" (exit status 1)."""
+    """app.run(main), an input error printed as "<program>: error: <message>" (exit status 1),
+    the program being what sys.argv[0] names (`run_classifier.py`, `official-bert run_squad`)."""
     script_file = os.path.abspath(main.__code__.co_filename)
 
     def main_reporting_input_errors(argv: list[str]):
@@ -37,7 +55,8 @@ def run_main(main: Callable[[list[str]], object]) -> None:
             if logging.level_debug() or not is_input_error(error, script_file):
                 raise
             message = str(error) or type(error).__name__
-            sys.stderr.write(f"{os.path.basename(script_file)}: error: {message}\n")
+            program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
+            sys.stderr.write(f"{program}: error: {message}\n")
             sys.stderr.flush()
             sys.exit(1)
 

@@ -388,7 +388,7 @@ def test_eval_results_have_the_originals_loss_line(records, tmp_path):
 
 def test_extract_features_help_names_only_flags_it_defines():
     """A flag named in a help text is one of the script's (or follows another script's name)."""
-    tree = ast.parse((REPO_ROOT / "extract_features.py").read_text())
+    tree = ast.parse((REPO_ROOT / "official_bert" / "commands" / "extract_features.py").read_text())
     defined, helps = set(), []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "").startswith("DEFINE_"):

@@ -1,5 +1,5 @@
-"""The top-level scripts start without TensorFlow's CUDA/oneDNN start-up lines (_quiet_start.py),
-unless TF_CPP_MIN_LOG_LEVEL is set or --verbosity asks for them."""
+"""The top-level scripts start without TensorFlow's CUDA/oneDNN start-up lines (_quiet_start.py,
+official_bert_cli.py), unless TF_CPP_MIN_LOG_LEVEL is set or --verbosity asks for them."""
 
 import ast
 import os
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from _quiet_start import START_UP_LINES, asked_for_start_up_lines, without_start_up_lines
+from official_bert_cli import START_UP_LINES, asked_for_start_up_lines, without_start_up_lines
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT
 
 SCRIPTS = (

@@ -505,11 +505,16 @@ def test_documented_command_runs(command, readme_env):
 # and the script's options built from them (the checks of their __post_init__: files that the
 # model flags name, the original flags' mapping onto the TF2 ones).
 PARSE_ONLY = """
-import dataclasses, json, runpy, sys
+import dataclasses, json, runpy, sys, types
 from absl import flags
 from official_bert.option_flags import options_from_flags
 script, argv = sys.argv[1], json.loads(sys.argv[2])
 namespace = runpy.run_path(script, run_name="documented_command_check")
+# A script that runs a command of official_bert.commands: the command defines the flags.
+for value in list(namespace.values()):
+    if isinstance(value, types.ModuleType) and value.__name__.startswith("official_bert.commands."):
+        value.define_flags()
+        namespace = vars(value)
 flags.FLAGS(argv)
 built = [
     options_from_flags(value)
@@ -568,7 +573,9 @@ def test_inline_commands_name_existing_scripts_and_flags():
         words = shlex.split(command)
         script = REPO_ROOT / words[1]
         assert script.exists(), f"{command!r}: no {words[1]}"
+        command = REPO_ROOT / "official_bert" / "commands" / words[1]  # the script's command
         sources = script.read_text() + shared_flags
+        sources += command.read_text() if command.exists() else ""
         for word in words[2:]:
             if word.startswith("--"):
                 flag = word[2:].split("=", 1)[0]
