@@ -4,11 +4,45 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import tensorflow as tf
 
 from official_bert.side_file_names import temporary_path
+
+
+class OutputTarget(NamedTuple):
+    """Where a writer of an output path puts its bytes: `path`, the file that ends up holding
+    them, and `in_place`, whether they are written there directly (no temporary name, no
+    rename)."""
+
+    path: str
+    in_place: bool
+
+
+def output_target(path: str) -> OutputTarget:
+    """Where the output named `path` is written, as a write through `path` itself (the
+    original's tf.gfile.GFile(path, "w")) would leave it:
+
+    - a local path that exists and is not a regular file or a folder (a character device such
+      as /dev/null, /dev/stdout's terminal or pipe, a FIFO): in place. No name can be renamed
+      onto it (a rename would replace /dev/null with a regular file), and a device keeps no
+      half-written file to mistake for a whole one;
+    - a local symbolic link: its target, through a temporary name beside the target, so that
+      the link stays a link to the new file;
+    - anything else (a new file, a regular file, gs://...): `path`, through a temporary name.
+    """
+    if "://" in path:
+        return OutputTarget(path, False)
+    try:
+        mode = os.stat(path).st_mode  # follows links: /dev/stdout -> /proc/self/fd/1 -> a pipe
+    except OSError:  # absent, or a link to an absent file (which the write makes)
+        return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return OutputTarget(path, True)
+    return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
 
 
 @contextlib.contextmanager
@@ -22,7 +56,15 @@ def atomic_output(path: str) -> Iterator[str]:
     A process killed inside the block leaves only the temporary name, never a half-written
     `path`. Close any writer on the temporary name inside the block. The parent directory is
     created first. Paths go through tf.io.gfile, so gs:// works as local ones do.
+
+    A symbolic link `path` keeps pointing at its target, which the rename replaces; a device or
+    FIFO (/dev/null, /dev/stdout) is yielded itself, to be written in place (output_target).
     """
+    target = output_target(path)
+    if target.in_place:
+        yield target.path
+        return
+    path = target.path
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)

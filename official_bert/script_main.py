@@ -18,11 +18,15 @@ bug and keeps its traceback, and --verbosity=1 (-v 1) shows the traceback of eve
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from types import ModuleType
 
+import tensorflow as tf
 from absl import app, flags, logging
+
+from official_bert.data.record_batches import TOKEN_ID_CHECK
 
 _LIBRARY_DIRECTORY = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
@@ -52,15 +56,36 @@ def run_main(main: Callable[[list[str]], object]) -> None:
         try:
             return main(argv)
         except Exception as error:
-            if logging.level_debug() or not is_input_error(error, script_file):
+            message = input_check_message(error)
+            if logging.level_debug() or (
+                message is None and not is_input_error(error, script_file)
+            ):
                 raise
-            message = str(error) or type(error).__name__
+            message = message or str(error) or type(error).__name__
             program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
             sys.stderr.write(f"{program}: error: {message}\n")
             sys.stderr.flush()
             sys.exit(1)
 
     app.run(main_reporting_input_errors)
+
+
+# tf.debugging.Assert's failure: "assertion failed: [text] [value] [text] ..." on one line.
+_FAILED_ASSERTION = re.compile(r"assertion failed: ((?:\[[^\]\n]*\] ?)+)")
+
+
+def input_check_message(error: BaseException) -> str | None:
+    """The message of a check on the input that the library makes inside a TensorFlow graph
+    (the token ids of the records against the model's vocabulary, record_batches), when
+    `error` is its failure; else None. Such a check fails as an InvalidArgumentError from the
+    input pipeline, its message buried in TensorFlow's node names and stack traces."""
+    if not isinstance(error, tf.errors.InvalidArgumentError):
+        return None
+    match = _FAILED_ASSERTION.search(getattr(error, "message", None) or str(error))
+    if match is None:
+        return None
+    text = " ".join(re.findall(r"\[([^\]\n]*)\]", match.group(1))).replace("\\'", "'")
+    return text if text.startswith(TOKEN_ID_CHECK) else None
 
 
 def is_input_error(error: BaseException, script_file: str) -> bool:

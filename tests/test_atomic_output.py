@@ -1,10 +1,12 @@
 """atomic_output: the final name holds a whole file or the previous one, never a part."""
 
 import os
+import stat
+import threading
 
 import pytest
 
-from official_bert.atomic_output import atomic_output
+from official_bert.atomic_output import atomic_output, output_target
 
 
 def test_complete_block_renames_into_place_and_creates_the_directory(tmp_path):
@@ -57,3 +59,43 @@ def test_a_writer_that_wrote_nothing_leaves_an_empty_file(tmp_path):
     with atomic_output(str(target)) as temporary, tf.io.gfile.GFile(temporary, "w"):
         pass
     assert target.read_bytes() == b"" and os.listdir(tmp_path) == ["out.jsonl"]
+
+
+def test_a_symbolic_link_keeps_pointing_at_its_target_which_takes_the_file(tmp_path):
+    target = tmp_path / "data" / "out.txt"
+    target.parent.mkdir()
+    target.write_text("old")
+    link = tmp_path / "out.txt"
+    link.symlink_to(target)
+    with atomic_output(str(link)) as temporary, open(temporary, "w") as writer:
+        assert os.path.dirname(temporary) == str(target.parent)  # renamed within its folder
+        writer.write("new")
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert target.read_text() == "new"
+    assert sorted(os.listdir(target.parent)) == ["out.txt"]
+    # A link to a file not made yet: the write makes the target.
+    dangling = tmp_path / "later.txt"
+    dangling.symlink_to(tmp_path / "data" / "later.txt")
+    with atomic_output(str(dangling)) as temporary, open(temporary, "w") as writer:
+        writer.write("made")
+    assert dangling.is_symlink() and dangling.read_text() == "made"
+
+
+def test_a_fifo_is_written_in_place(tmp_path):
+    """A device or FIFO (/dev/null, /dev/stdout into a pipe) cannot be renamed onto: it is
+    written as it is, and stays what it was."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    with atomic_output(str(fifo)) as temporary:
+        assert temporary == str(fifo)
+        with open(temporary, "w") as writer:
+            writer.write("streamed")
+    reader.join(timeout=30)
+    assert received == ["streamed"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert os.listdir(tmp_path) == ["pipe"]
+    assert output_target(str(fifo)) == (str(fifo), True)
+    assert output_target("gs://bucket/out.txt") == ("gs://bucket/out.txt", False)

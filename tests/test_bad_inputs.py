@@ -29,12 +29,14 @@ from official_bert.data.record_files import RecordFileError, records_named_on_er
 from official_bert.data.text_corpus import expand_input_patterns
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.option_flags import define_option_flags, options_from_flags
+from official_bert.script_main import input_check_message
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
 from official_bert.training import distribution
 from official_bert.training.runner import Runner
 from official_bert.training.training_options import TrainingOptions
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT, SHARED
 from tests.tiny_data import write_tiny_task
+from tests.warm_interpreter import run_script
 
 SEQ, PREDICTIONS = 32, 5
 
@@ -180,6 +182,35 @@ def test_ids_beyond_vocab_size_name_the_file_and_both_sizes(records, tmp_path):
     largest = int(re.search(r"the largest id is\]? \[?(\d+)", message).group(1))
     assert 100 <= largest < 1000
     assert _read_all(records, vocab_size=1000) == 51  # the right vocab passes
+    # What a script prints of it: the check's own sentence, without TensorFlow's node names.
+    assert input_check_message(raised.value) == (
+        "token ids beyond the model's vocabulary in input_word_ids/masked_lm_ids: the largest "
+        f"id is {largest} but vocab_size is 100 (records written with another vocab.txt?); "
+        f"file: {records}"
+    )
+    assert input_check_message(tf.errors.InvalidArgumentError(None, None, "x")) is None
+
+
+def test_run_pretraining_reports_ids_beyond_the_vocabulary_in_one_line(records, tmp_path):
+    config = BertConfig.from_json_file(str(ORIGINAL_TINY / "bert_config.json"))
+    config.vocab_size = 100
+    config.to_json_file(str(tmp_path / "bert_config.json"))
+    result = run_script(
+        [str(REPO_ROOT / "run_pretraining.py"), f"--input_file={records}",
+         f"--bert_config_file={tmp_path / 'bert_config.json'}", f"--output_dir={tmp_path / 'run'}",
+         "--do_train", f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDICTIONS}",
+         "--train_batch_size=4", "--num_train_steps=2", "--num_warmup_steps=0"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert (
+        result.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "run_pretraining.py: error: token ids beyond the model's vocabulary in input_word_ids"
+        )
+    ), result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
 
 
 def test_fine_tuning_records_get_the_same_id_check(tmp_path):

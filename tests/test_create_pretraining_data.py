@@ -3,8 +3,11 @@
 import gc
 import gzip
 import json
+import os
+import stat
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -474,3 +477,38 @@ def test_a_killed_run_leaves_no_final_file_and_a_rerun_completes(vocab_file, tmp
         len(_read(output))
         == json.loads((tmp_path / ".o.tfrecord.summary.json").read_text())["instances"]
     )
+
+
+def _read_fifo_in_background(fifo):
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    return reader, received
+
+
+def test_outputs_through_a_symbolic_link_and_into_a_fifo(vocab_file, tmp_path):
+    """As the original's writes through the path: a linked output's target takes the records
+    (the link stays), and a FIFO (or /dev/stdout into a pipe, /dev/null) takes them in place
+    instead of being replaced by a regular file."""
+    flags = [f"--input_file={CORPUS}", f"--vocab_file={vocab_file}", "--dupe_factor=1"]
+    plain = _run_script(*flags, f"--output_file={tmp_path / 'plain.tfrecord'}")
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    expected = (tmp_path / "plain.tfrecord").read_bytes()
+
+    (tmp_path / "store").mkdir()
+    link = tmp_path / "linked.tfrecord"
+    link.symlink_to(tmp_path / "store" / "records.tfrecord")
+    linked = _run_script(*flags, f"--output_file={link}", "--num_workers=2")
+    assert linked.returncode == 0, linked.stderr[-2000:]
+    assert link.is_symlink() and link.read_bytes() == expected
+    assert os.listdir(tmp_path / "store") == ["records.tfrecord"]
+
+    fifo = tmp_path / "pipe.tfrecord"
+    os.mkfifo(fifo)
+    reader, received = _read_fifo_in_background(fifo)
+    piped = _run_script(*flags, f"--output_file={fifo}")
+    reader.join(timeout=60)
+    assert piped.returncode == 0, piped.stderr[-2000:]
+    assert received == [expected]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert not (tmp_path / ".pipe.tfrecord.summary.json").exists()

@@ -1,6 +1,9 @@
 """extract_features.py end to end: the original output format, values from the encoder."""
 
 import json
+import os
+import stat
+import threading
 
 import numpy as np
 import pytest
@@ -345,3 +348,30 @@ def test_the_default_layers_of_a_shallow_encoder_are_all_of_them(original_tiny_d
     assert result.returncode == 0, result.stderr[-3000:]
     (line,) = [json.loads(line) for line in output.read_text().splitlines()]
     assert [layer["index"] for layer in line["features"][0]["layers"]] == [-1, -2]
+
+
+def test_output_through_a_symbolic_link_and_into_a_fifo(original_tiny_dir, tmp_path):
+    """The original wrote through --output_file: a link's target takes the features (the link
+    stays), a FIFO (/dev/stdout into a pipe) takes them in place."""
+    text = tmp_path / "input.txt"
+    text.write_text("the man went to the store.\nhe bought milk ||| and bread.\n")
+    plain = _run(*_flags(original_tiny_dir, text, tmp_path / "plain.jsonl"))
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    expected = (tmp_path / "plain.jsonl").read_text()
+
+    link = tmp_path / "linked.jsonl"
+    link.symlink_to(tmp_path / "target.jsonl")
+    linked = _run(*_flags(original_tiny_dir, text, link))
+    assert linked.returncode == 0, linked.stderr[-3000:]
+    assert link.is_symlink() and link.read_text() == expected
+
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()), daemon=True)
+    reader.start()
+    piped = _run(*_flags(original_tiny_dir, text, fifo))
+    reader.join(timeout=60)
+    assert piped.returncode == 0, piped.stderr[-3000:]
+    assert received == [expected]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -10,6 +10,10 @@ import tensorflow as tf
 
 from official_bert.data.record_files import check_record_files
 
+# How check_token_ids' message begins: script_main reports the check's failure, which reaches
+# the script as a TensorFlow InvalidArgumentError of the input pipeline, as an input error.
+TOKEN_ID_CHECK = "token ids beyond the model's vocabulary"
+
 
 @tf.autograph.experimental.do_not_convert  # Python loops over names only
 def check_token_ids(
@@ -42,7 +46,7 @@ def check_token_ids(
     check = tf.debugging.Assert(
         tf.logical_not(tf.reduce_any(bad_rows)),
         [
-            f"token ids beyond the model's vocabulary in {'/'.join(names)}: the largest id is",
+            f"{TOKEN_ID_CHECK} in {'/'.join(names)}: the largest id is",
             largest,
             f"but vocab_size is {vocab_size} (records written with another vocab.txt?); file:",
             tf.boolean_mask(sources, bad_rows)[:1],

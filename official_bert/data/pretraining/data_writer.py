@@ -36,6 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import output_target
 from official_bert.data import text_corpus
 from official_bert.data.completed_outputs import (
     file_signature,
@@ -625,7 +626,9 @@ def write_pretraining_examples(
     settings_dict["word_ref_files"] = [
         [path, *file_signature(path)] for path in settings.word_ref_files
     ]
-    done = read_completed_summary(_summary_path(output_files), output_files, settings_dict)
+    done = None
+    if not any(output_target(path).in_place for path in output_files):
+        done = read_completed_summary(_summary_path(output_files), output_files, settings_dict)
     if done is not None:
         logging.info("Outputs already complete (%s); nothing to do", _summary_path(output_files))
         return done
@@ -642,16 +645,22 @@ def write_pretraining_examples(
     if settings.word_segmenter == "jieba":
         JiebaWordSegmenter()  # builds jieba's dictionary cache once, before any helper starts
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_compress else "")
-    temporary = [temporary_path(path) for path in output_files]
-    for path in output_files:
-        directory = os.path.dirname(path)
+    # A symbolic link's target takes the records; a device (/dev/null) is written in place.
+    targets = [output_target(path) for path in output_files]
+    temporary = [t.path if t.in_place else temporary_path(t.path) for t in targets]
+    for target in targets:
+        if target.in_place:
+            continue
+        directory = os.path.dirname(target.path)
         if directory:
             tf.io.gfile.makedirs(directory)
         # Leftovers of a killed earlier run (never under a final name) are removed; a stale
         # summary goes too, so the outputs count as complete only once this run ends.
-        for leftover in tf.io.gfile.glob(temporary_glob(path)):
+        for leftover in tf.io.gfile.glob(temporary_glob(target.path)):
             tf.io.gfile.remove(leftover)
-    remove_if_exists(_summary_path(output_files))
+    in_place = any(target.in_place for target in targets)
+    if not in_place:
+        remove_if_exists(_summary_path(output_files))
     # With helper processes and uncompressed outputs, chunks come back framed as segments
     # (record_segments) that are appended to the outputs as plain files. A gzip stream is not a
     # concatenation of its records' frames: compressed outputs take the records one by one.
@@ -735,8 +744,9 @@ def write_pretraining_examples(
             )
         if written == 0:
             raise ValueError(f"no instance could be built from {input_files}")
-        for path, final in zip(temporary, output_files, strict=True):
-            tf.io.gfile.rename(path, final, overwrite=True)
+        for path, target in zip(temporary, targets, strict=True):
+            if not target.in_place:
+                tf.io.gfile.rename(path, target.path, overwrite=True)
     finally:
         if segments is not None:
             remove_segment_directory(segments[0])
@@ -744,8 +754,8 @@ def write_pretraining_examples(
             gc.unfreeze()
         for writer in writers:
             writer.close()
-        for path in temporary:
-            if tf.io.gfile.exists(path):
+        for path, target in zip(temporary, targets, strict=True):
+            if not target.in_place and tf.io.gfile.exists(path):
                 tf.io.gfile.remove(path)
 
     elapsed = time.time() - start
@@ -769,7 +779,8 @@ def write_pretraining_examples(
         "output_files": output_files,
         "settings": settings_dict,
     }
-    write_summary(_summary_path(output_files), summary)
+    if not in_place:  # a device keeps nothing to reuse: no summary beside it (in /dev)
+        write_summary(_summary_path(output_files), summary)
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
         "%s, %.1f%% random next, %.1f%% short document passes",
