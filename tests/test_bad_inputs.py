@@ -432,3 +432,52 @@ def test_extract_features_help_names_only_flags_it_defines():
         for name in re.findall(r"(?<!\.py )--(\w+)", text)
     }
     assert mentioned <= defined, mentioned - defined
+
+
+@pytest.mark.parametrize(
+    "flag", ["train_batch_size", "eval_batch_size", "predict_batch_size", "iterations_per_loop"]
+)
+def test_a_zero_count_is_named_before_anything_runs(flag, tmp_path):
+    from official_bert.tasks.classification import ClassifierOptions
+
+    with pytest.raises(ValueError, match=rf"^--{flag} must be at least 1, got 0$"):
+        ClassifierOptions(
+            task_name="MRPC",
+            data_dir=str(tmp_path),
+            output_dir=str(tmp_path / "out"),
+            bert_config_file=str(ORIGINAL_TINY / "bert_config.json"),
+            **{flag: 0},
+        )
+
+
+def test_extract_features_and_run_classifier_name_a_zero_size_and_a_file_as_output_dir(
+    tmp_path, original_tiny_dir
+):
+    text = tmp_path / "input.txt"
+    text.write_text("one line\n")
+    checkpoint = [
+        f"--init_checkpoint={original_tiny_dir / 'bert_model.ckpt'}",
+        f"--vocab_file={original_tiny_dir / 'vocab.txt'}",
+        f"--bert_config_file={original_tiny_dir / 'bert_config.json'}",
+    ]
+    for flag in ("--batch_size=0", "--max_seq_length=0"):
+        result = run_script(
+            [str(REPO_ROOT / "extract_features.py"), f"--input_file={text}",
+             f"--output_file={tmp_path / 'out.jsonl'}", *checkpoint, flag],
+            cwd=tmp_path,
+        )  # fmt: skip
+        name = flag[2:].split("=")[0]
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"extract_features.py: error: --{name} must be at least 1, got 0"
+        ), result.stderr[-2000:]
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    write_tiny_task(tmp_path / "data")
+    result = run_script(
+        [str(REPO_ROOT / "run_classifier.py"), "--task_name=generic", f"--data_dir={tmp_path / 'data'}",
+         f"--output_dir={a_file}", "--do_train", *checkpoint],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_classifier.py: error: --output_dir={a_file} is a file; expected a folder"
+    ), result.stderr[-2000:]

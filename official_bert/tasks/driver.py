@@ -52,6 +52,9 @@ def run_task(task: Task) -> dict:
       {"history": [(step, loss)], "train_seconds", the task's after_training entries,
        "export_dir", "eval", "predictions"} (the keys that apply).
     """
+    output_dir = task.options.output_dir
+    if output_dir and tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+        raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
     task.validate()
     # The layers and losses built in this run take the speed paths when the options say so.
     with fast_kernels(task.options.fast_kernels):

@@ -42,6 +42,7 @@ from official_bert.scalar_mix_weights import load_scalar_mix
 from official_bert.tasks.line_batches import length_sort_window, lines_in_order
 from official_bert.tasks.sentence_pooling import POOLINGS, pool_tokens
 from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
+from official_bert.training.training_options import check_positive_options
 
 # The "index" of the mixed entry in the output when extracting with a ScalarMix.
 SCALAR_MIX_INDEX = "scalar_mix"
@@ -440,6 +441,7 @@ def sentence_output_format(options: FeatureExtractionOptions) -> str:
 
 def _check_output_options(options: FeatureExtractionOptions) -> None:
     """The flags that go together, each error naming them."""
+    check_positive_options(options)
     if options.inference_dtype != "float32" and not options.fast_kernels:
         raise ValueError(
             f"--inference_dtype={options.inference_dtype} needs --fast_kernels (the fused "

@@ -14,6 +14,28 @@ from official_bert.option_flags import option
 from official_bert.training.distribution import STRATEGIES
 
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+# Sizes and counts of the scripts' options that must be at least 1: a 0 would otherwise end
+# deep inside (a division by zero, tf.data's "Batch size must be greater than zero", a loop of
+# no steps reported as a NaN loss).
+POSITIVE_OPTIONS = (
+    "train_batch_size",
+    "eval_batch_size",
+    "predict_batch_size",
+    "batch_size",
+    "iterations_per_loop",
+    "steps_per_loop",
+    "max_seq_length",
+)
+
+
+def check_positive_options(options) -> None:
+    """ValueError naming the first of POSITIVE_OPTIONS that `options` has below 1."""
+    for name in POSITIVE_OPTIONS:
+        value = getattr(options, name, None)
+        if isinstance(value, int) and value < 1:
+            raise ValueError(f"--{name} must be at least 1, got {value}")
+
+
 OPTIMIZER_TYPES = ("adamw", "adamw_torch", "keras_adamw", "lamb")
 
 
@@ -92,6 +114,7 @@ class TrainingOptions:
         # The original TPU flags, mapped onto the TF2 ones.
         if self.steps_per_loop is None:
             self.steps_per_loop = self.iterations_per_loop
+        check_positive_options(self)
         if self.use_tpu:
             self.distribution_strategy = "tpu"
         self.tpu = self.tpu or self.tpu_name or (self.master if self.use_tpu else None)

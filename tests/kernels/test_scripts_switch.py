@@ -1,4 +1,4 @@
-"""The scripts that train or infer switch the fast kernels by their --fast_kernels flag, as the
+"""The scripts (their commands, official_bert/commands/) that train or infer switch the fast kernels by their --fast_kernels flag, as the
 first statement of main: the host allocator is chosen before TensorFlow makes a tensor, and the
 layers before the model is built."""
 
@@ -24,7 +24,7 @@ SCRIPTS = [
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_main_starts_by_switching_the_kernels_by_the_flag(script):
-    tree = ast.parse((REPO_ROOT / script).read_text())
+    tree = ast.parse((REPO_ROOT / "official_bert" / "commands" / script).read_text())
     main = next(
         node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "main"
     )
