@@ -397,10 +397,8 @@ def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # nothing half-written
     with pytest.raises(ValueError, match="holds no document"):
         run(b"\n\n   \n")
-    with pytest.raises(
-        ValueError, match=r"max_predictions_per_seq \(200\) is larger than max_seq_length"
-    ):
-        run(b"a.\n", max_predictions_per_seq=200)
+    with pytest.raises(ValueError, match=r"max_predictions_per_seq and dupe_factor must be at"):
+        run(b"a.\n", max_predictions_per_seq=0)
     with pytest.raises(ValueError, match=r"= 0.9; the shares .* must sum to 1"):
         run(b"a.\n", mask_token_prob=0.8, random_token_prob=0.1, keep_token_prob=0.0)
     bad_vocab = tmp_path / "vocab.txt"

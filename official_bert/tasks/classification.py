@@ -31,7 +31,9 @@ from official_bert.option_flags import option
 from official_bert.scalar_mix_weights import SCALAR_MIX_WEIGHTS_FILE, write_scalar_mix_weights
 from official_bert.tasks.classification_objective import (
     classifier_loss_fn,
+    mean_batch_loss,
     mean_eval_loss,
+    per_example_eval_loss,
     softmax,
 )
 from official_bert.tasks.finetuning import (
@@ -288,14 +290,24 @@ def predict_records(
 
 
 def evaluate_classifier(
-    task_name: str, logits: np.ndarray, label_ids: np.ndarray, is_regression: bool, path: str, step
+    task_name: str,
+    logits: np.ndarray,
+    label_ids: np.ndarray,
+    is_regression: bool,
+    path: str,
+    step,
+    batch_size: int,
 ) -> dict:
-    """The original eval_results: eval_<GLUE metric> of the task, eval_loss; written to `path`
-    ("key = value" lines with global_step) and returned."""
+    """The original eval_results: eval_<GLUE metric> of the task, eval_loss, and the
+    Estimator's `loss` (the mean of the loss of each evaluation batch of `batch_size`, in
+    order); written to `path` ("key = value" lines with global_step) and returned."""
     metrics = glue_metrics(task_name, label_ids, logits, is_regression)
     eval_results = {f"eval_{name}": value for name, value in metrics.items()}
     eval_results["eval_loss"] = mean_eval_loss(
         logits, label_ids, np.ones(len(label_ids)), is_regression
+    )
+    eval_results["loss"] = mean_batch_loss(
+        per_example_eval_loss(logits, label_ids, is_regression), batch_size
     )
     write_eval_results(path, eval_results, step)
     logging.info("Eval results (%s): %s", path, eval_results)
@@ -473,6 +485,7 @@ class ClassificationTask(FinetuningTask):
                 self.labels is None,
                 os.path.join(options.output_dir, "eval_results.txt"),
                 runner.step,
+                options.eval_batch_size,
             )
         }
 

@@ -57,16 +57,32 @@ def softmax(logits: np.ndarray) -> np.ndarray:
     return exp / np.sum(exp, axis=-1, keepdims=True)
 
 
+def per_example_eval_loss(outputs: np.ndarray, labels: np.ndarray, is_regression: bool):
+    """float64 [examples]: the squared error (regression) or the cross-entropy of each example's
+    label under the softmax of its logits."""
+    if is_regression:
+        return (np.reshape(outputs, [-1]) - labels) ** 2
+    probabilities = softmax(outputs)
+    return -np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-30))
+
+
 def mean_eval_loss(
     outputs: np.ndarray, labels: np.ndarray, weights: np.ndarray, is_regression: bool
 ) -> float:
     """The original eval_loss: the per-example loss averaged over real examples (weights 1)."""
-    if is_regression:
-        per_example = (np.reshape(outputs, [-1]) - labels) ** 2
-    else:
-        probabilities = softmax(outputs)
-        per_example = -np.log(np.maximum(probabilities[np.arange(len(labels)), labels], 1e-30))
+    per_example = per_example_eval_loss(outputs, labels, is_regression)
     return float(np.sum(per_example * weights) / max(np.sum(weights), 1e-9))
+
+
+def mean_batch_loss(per_example: np.ndarray, batch_size: int) -> float:
+    """The original eval_results' `loss` (the Estimator's): the mean over the evaluation
+    batches, in order, of each batch's mean loss, so that a short last batch weighs as much as
+    a full one. Equal to eval_loss when batch_size divides the examples."""
+    means = [
+        batch.mean()
+        for batch in np.split(per_example, range(batch_size, len(per_example), batch_size))
+    ]
+    return float(np.mean(means)) if means else 0.0
 
 
 def sigmoid(logits: np.ndarray) -> np.ndarray:

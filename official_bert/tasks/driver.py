@@ -23,6 +23,7 @@ def start_run(options, tpu_paths: dict[str, str | None]) -> tf.distribute.Strate
         tpu_paths,
         zone=options.tpu_zone,
         project=options.gcp_project,
+        job_name=options.tpu_job_name,
     )
     tf.io.gfile.makedirs(options.output_dir)
     if options.seed is not None:

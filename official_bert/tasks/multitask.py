@@ -264,6 +264,7 @@ class MultiTaskTask(FinetuningTask):
                 task.is_regression,
                 os.path.join(task.directory, "eval_results.txt"),
                 runner.step,
+                options.eval_batch_size,
             )
         summary = {
             f"{task}/{key}": value

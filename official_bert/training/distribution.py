@@ -78,6 +78,7 @@ def create_strategy(
     paths: dict[str, str | None] | None = None,
     zone: str | None = None,
     project: str | None = None,
+    job_name: str | None = None,
 ) -> tf.distribute.Strategy:
     """A tf.distribute strategy by name.
 
@@ -85,7 +86,8 @@ def create_strategy(
     multi_worker_mirrored: workers from TF_CONFIG. tpu: `tpu` is a TPU name, a grpc:// address or
     "local"; an unreachable TPU is a clear error within seconds. `zone` and `project` (the
     original's --tpu_zone, --gcp_project) go to TPUClusterResolver as in the original, which
-    needs them to find a TPU by name from outside its zone or project. `paths` ({flag name:
+    needs them to find a TPU by name from outside its zone or project; `job_name` (the original's
+    --tpu_job_name) names the TPU workers' job where it is not the resolver's default. `paths` ({flag name:
     path}) are checked first with `check_paths_for_tpu` when the strategy is a TPU.
     """
     if name == "one_device":
@@ -106,7 +108,7 @@ def create_strategy(
             _check_reachable(tpu)
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-                tpu=tpu, zone=zone, project=project
+                tpu=tpu, zone=zone, project=project, **({"job_name": job_name} if job_name else {})
             )
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keras
 import tensorflow as tf
+from absl import logging
 from keras import ops
 
 from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
@@ -29,6 +30,9 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     the whole decay (1.11x with 10% warm-up), which changes fine-tuning results by a point or
     more on small tasks such as MRPC.
 
+    A warm-up longer than training (the original's default of 10000 steps on a short run) is
+    warm-up throughout, as in the original: the rate never reaches `learning_rate`.
+
     Called with the 0-based number of updates done so far (float32 scalar), as Keras does.
     """
 
@@ -41,10 +45,16 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
     ):
         if num_train_steps <= 0:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
-        if not 0 <= num_warmup_steps <= num_train_steps:
-            raise ValueError(
-                f"num_warmup_steps ({num_warmup_steps}) must be in [0, num_train_steps "
-                f"({num_train_steps})]"
+        if num_warmup_steps < 0:
+            raise ValueError(f"num_warmup_steps must be 0 or more, got {num_warmup_steps}")
+        if num_warmup_steps > num_train_steps:
+            # The original trains on (its default warm-up of 10000 steps with a short run).
+            logging.warning(
+                "Warm-up (%d steps) is longer than training (%d steps): the learning rate rises "
+                "through the whole run and ends at %.3g of its peak, as in the original",
+                num_warmup_steps,
+                num_train_steps,
+                num_train_steps / num_warmup_steps,
             )
         self.learning_rate = learning_rate
         self.num_train_steps = num_train_steps

@@ -14,6 +14,7 @@ from official_bert.option_flags import option
 from official_bert.training.distribution import STRATEGIES
 
 DTYPES = ("float32", "mixed_bfloat16", "mixed_float16")
+OPTIMIZER_TYPES = ("adamw", "adamw_torch", "keras_adamw", "lamb")
 # Sizes and counts of the scripts' options that must be at least 1: a 0 would otherwise end
 # deep inside (a division by zero, tf.data's "Batch size must be greater than zero", a loop of
 # no steps reported as a NaN loss).
@@ -34,9 +35,6 @@ def check_positive_options(options) -> None:
         value = getattr(options, name, None)
         if isinstance(value, int) and value < 1:
             raise ValueError(f"--{name} must be at least 1, got {value}")
-
-
-OPTIMIZER_TYPES = ("adamw", "adamw_torch", "keras_adamw", "lamb")
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -68,6 +66,11 @@ class TrainingOptions:
         None, help="With --use_tpu: the TPU's grpc:// address (the original's TF1 master)."
     )
     num_tpu_cores: int = option(8, help="Accepted for compatibility (the strategy finds them).")
+    tpu_job_name: str | None = option(
+        None,
+        help="The TPU workers' job name in the cluster, if not the default (TPUClusterResolver's "
+        "job_name).",
+    )
     # === TF2 flags ===
     distribution_strategy: str = option(
         "one_device", choices=STRATEGIES, help="tf.distribute strategy."

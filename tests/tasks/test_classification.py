@@ -9,6 +9,7 @@ import pytest
 
 from official_bert.checkpoints.loading import read_bert_config
 from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.classification_objective import mean_batch_loss
 from official_bert.tasks.registry import run_classifier
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT, SHARED
 from tests.export.fresh_process import serve_in_fresh_process
@@ -71,8 +72,11 @@ def test_a_few_dozen_steps_lower_the_loss_and_write_every_output(mrpc_run):
 
     lines = (output_dir / "eval_results.txt").read_text().splitlines()
     values = dict(line.split(" = ") for line in lines)
-    assert set(values) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step"}
+    assert set(values) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
     assert values["global_step"] == "20"
+    # The Estimator's `loss` (a mean of batch means) beside eval_loss, as in the original file.
+    assert float(values["loss"]) == pytest.approx(after["loss"])
+    assert float(values["loss"]) == pytest.approx(after["eval_loss"], rel=0.1)
     assert float(values["eval_accuracy"]) == pytest.approx(after["eval_accuracy"])
 
     rows = [line.split("\t") for line in (output_dir / "test_results.tsv").read_text().splitlines()]
@@ -255,3 +259,10 @@ def test_a_cased_release_folder_sets_the_casing(tmp_path):
     )
     assert options.do_lower_case is False
     assert options.vocab_file == str(folder / "vocab.txt")
+
+
+def test_the_estimators_loss_is_a_mean_of_batch_means():
+    per_example = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert mean_batch_loss(per_example, 2) == pytest.approx((1.5 + 3.5 + 5.0) / 3)
+    assert mean_batch_loss(per_example, 5) == pytest.approx(3.0)  # one batch: eval_loss
+    assert mean_batch_loss(per_example, 8) == pytest.approx(3.0)

@@ -245,8 +245,8 @@ def test_each_task_is_evaluated_with_its_own_metric(multitask_run):
     results, output_dir = multitask_run
     cola = _key_values(output_dir / "cola" / "eval_results.txt")
     stsb = _key_values(output_dir / "sts-b" / "eval_results.txt")
-    assert set(cola) == {"eval_accuracy", "eval_mcc", "eval_loss", "global_step"}
-    assert set(stsb) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step"}
+    assert set(cola) == {"eval_accuracy", "eval_mcc", "eval_loss", "global_step", "loss"}
+    assert set(stsb) == {"eval_pearson", "eval_spearman", "eval_loss", "global_step", "loss"}
     assert cola["global_step"] == stsb["global_step"] == "20"
     summary = _key_values(output_dir / "eval_results.txt")
     assert summary.pop("global_step") == "20"

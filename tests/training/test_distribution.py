@@ -103,3 +103,22 @@ def test_run_pretraining_use_tpu_fails_instead_of_hanging(closed_port_address, t
     )
     assert result.returncode != 0
     assert f"TPU at {closed_port_address} is not reachable within 5 s" in result.stderr
+
+
+@pytest.mark.parametrize("job_name", [None, "tpu_worker"])
+def test_the_tpu_job_name_reaches_the_resolver(job_name, monkeypatch):
+    """The original's --tpu_job_name (TPUConfig's tpu_job_name) names the workers' job."""
+    made = []
+
+    class StopHere(Exception):
+        pass
+
+    def resolver(**kwargs):
+        made.append(kwargs)
+        raise StopHere
+
+    monkeypatch.setattr(tf.distribute.cluster_resolver, "TPUClusterResolver", resolver)
+    with pytest.raises(StopHere):
+        create_strategy("tpu", "my-tpu", {"output_dir": "gs://b/o"}, zone="z", job_name=job_name)
+    expected = {"tpu": "my-tpu", "zone": "z", "project": None}
+    assert made == [expected | ({"job_name": job_name} if job_name else {})]

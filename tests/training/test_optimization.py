@@ -139,7 +139,16 @@ def test_schedule_warms_up_then_decays_to_zero():
         WarmupLinearDecay.from_config(schedule.get_config()).get_config() == schedule.get_config()
     )
     with pytest.raises(ValueError, match="num_warmup_steps"):
-        WarmupLinearDecay(1e-3, 10, 20)
+        WarmupLinearDecay(1e-3, 10, -1)
+
+
+@pytest.mark.parametrize("decay_after_warmup", [False, True])
+def test_a_warmup_longer_than_training_warms_up_throughout_as_the_original(decay_after_warmup):
+    # The original's create_optimizer with its default num_warmup_steps=10000 and a 20-step run:
+    # the polynomial decay is overridden at every step by step / 10000 * learning_rate.
+    schedule = WarmupLinearDecay(1e-3, 20, 10_000, decay_after_warmup=decay_after_warmup)
+    values = [float(schedule(step)) for step in (0, 1, 10, 19)]
+    np.testing.assert_allclose(values, [0.0, 1e-7, 1e-6, 1.9e-6], rtol=1e-6)
 
 
 def test_schedule_decaying_after_warmup_is_hugging_faces_linear_schedule():

@@ -136,11 +136,6 @@ class PretrainingDataSettings:
         shortest = 5 if self.next_sentence else 3  # [CLS] a [SEP] b [SEP] / [CLS] a [SEP]
         if self.max_seq_length < shortest:
             raise ValueError(f"max_seq_length {self.max_seq_length} is too short for an instance")
-        if self.max_predictions_per_seq > self.max_seq_length:
-            raise ValueError(
-                f"max_predictions_per_seq ({self.max_predictions_per_seq}) is larger than "
-                f"max_seq_length ({self.max_seq_length})"
-            )
         if self.max_predictions_per_seq < 1 or self.dupe_factor < 1:
             raise ValueError("max_predictions_per_seq and dupe_factor must be at least 1")
         if not 0.0 <= self.short_seq_prob <= 1.0:

@@ -240,6 +240,13 @@ def mask_batch(
     # The chosen positions, ascending (as the original sorts its predictions), then padding.
     width = recipe.max_predictions_per_seq
     sort_key = tf.where(chosen, positions, seq_length + positions)
+    # More slots than positions (max_predictions_per_seq above a short max_seq_length, which
+    # the original allows): the extra ones are padding.
+    sort_key = tf.pad(
+        sort_key,
+        [[0, 0], [0, tf.maximum(width - tf.shape(sort_key)[1], 0)]],
+        constant_values=2 * seq_length,
+    )
     slots = -tf.math.top_k(-sort_key, k=width, sorted=True).values
     valid = slots < seq_length
     slot_positions = tf.where(valid, slots, 0)

@@ -319,3 +319,22 @@ def test_bad_settings_and_mixed_files_are_clear_errors(minilm_dir, tmp_path):
     static = _write(tmp_path, "static", CORPUS, minilm_dir / "vocab.txt", dupe_factor=1)
     with pytest.raises(RecordFileError, match="holds dynamic-masking records .* but .*static"):
         pretraining_dataset(f"{path},{static}", 8, 128, 20)
+
+
+@pytest.mark.parametrize("masking", ["static", "dynamic"])
+def test_more_predictions_than_positions_are_padding_as_in_the_original(
+    masking, minilm_dir, tmp_path
+):
+    # The original's defaults with a short max_seq_length: 20 prediction slots for 8 positions.
+    path = _write(
+        tmp_path, masking, CORPUS, minilm_dir / "vocab.txt", max_seq_length=8, masking=masking
+    )
+    batch = _read_in_order(path, 8, 20)
+    assert batch["masked_lm_positions"].shape == (len(batch["input_mask"]), 20)
+    weights = batch["masked_lm_weights"] > 0
+    counts = weights.sum(axis=1)
+    # round(15% of the 5 eligible pieces) = 1 prediction each (at least 1), the rest padding.
+    assert set(counts) == {1}, collections.Counter(counts)
+    positions = batch["masked_lm_positions"][weights]
+    assert ((positions >= 1) & (positions < 8)).all()
+    assert (batch["masked_lm_positions"][~weights] == 0).all()
