@@ -16,7 +16,10 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
+from official_bert.checkpoints.damaged_checkpoint import (
+    DamagedCheckpointError,
+    damaged_checkpoint_named,
+)
 from official_bert.data.record_files import records_named_on_error
 from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
 from official_bert.training.optimization import AdamWeightDecay
@@ -192,10 +195,16 @@ class Runner:
         try:
             with damaged_checkpoint_named(path):
                 self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
-        except AssertionError as error:
+        except DamagedCheckpointError:
+            raise
+        # AssertionError: a variable the checkpoint lacks; ValueError: one of another shape
+        # (another number of labels, another model size), TensorFlow's "Received incompatible
+        # tensor with shape ...".
+        except (AssertionError, ValueError) as error:
             raise ValueError(
-                f"cannot resume from {path}: it was written for another model or "
-                f"settings (first mismatch: {str(error)[:300]}); use another output_dir"
+                f"--output_dir {self.settings.output_dir} holds a checkpoint of another model or "
+                f"settings, which this run would resume from: {path} (first mismatch: "
+                f"{str(error)[:300]}); use another --output_dir, or delete its checkpoints"
             ) from None
 
     def restore_or_initialize(self, initialize: Callable | None = None) -> bool:

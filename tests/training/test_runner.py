@@ -43,6 +43,7 @@ def make_runner(
     denominators=True,
     strategy=None,
     use_next_sentence_label=True,
+    intermediate_size=32,
     **settings,
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
@@ -56,7 +57,7 @@ def make_runner(
             hidden_size=16,
             num_layers=2,
             num_attention_heads=2,
-            intermediate_size=32,
+            intermediate_size=intermediate_size,
             hidden_dropout_rate=0.0,
             attention_dropout_rate=0.0,
             max_position_embeddings=SEQ,
@@ -139,6 +140,23 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert resumed.restore_or_initialize()
     assert resumed.step == 3
     assert all(np.isfinite(v.numpy()).all() for v in resumed.model.trainable_variables)
+
+
+@pytest.mark.parametrize(
+    "other", [{"intermediate_size": 48}, {"use_next_sentence_label": True}], ids=["shape", "head"]
+)
+def test_an_output_dir_of_another_model_is_named_instead_of_resumed(tmp_path, other):
+    """A checkpoint in output_dir whose variables have other shapes, or that lacks some of
+    this model's, is an error naming output_dir and the checkpoint (not TensorFlow's restore
+    traceback)."""
+    examples = synthetic_pretraining_examples(16)
+    first = make_runner(tmp_path, num_train_steps=1, use_next_sentence_label=False)
+    first.train(dataset_fn_of(examples, 8), 8)
+    settings = {"use_next_sentence_label": False, **other}
+    with pytest.raises(
+        ValueError, match=r"holds a checkpoint of another model or settings.*ckpt-1"
+    ):
+        make_runner(tmp_path, **settings).restore_or_initialize()
 
 
 # === Mixed precision and XLA ===
