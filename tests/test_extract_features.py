@@ -122,7 +122,6 @@ def test_bfloat16_inference_is_float32_within_bfloat16_precision(original_tiny_d
 @pytest.mark.parametrize(
     "content, extra, fragment",
     [
-        ("one\n\nthree\n", [], "input.txt:2: empty line"),
         ("one\n", ["--max_seq_length=600"], "longer than max_position_embeddings (512)"),
         ("one\n", ["--layers=-3"], "layer -3 does not exist in an encoder with 2 layers"),
     ],
@@ -375,3 +374,27 @@ def test_output_through_a_symbolic_link_and_into_a_fifo(original_tiny_dir, tmp_p
     assert piped.returncode == 0, piped.stderr[-3000:]
     assert received == [expected]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_empty_lines_are_cls_sep_examples_as_in_the_original(original_tiny_dir, tmp_path):
+    """The original's read_examples makes an empty (or blank) line an example of no text: the
+    outputs keep a line (a row) per input line, and a warning names the empty lines."""
+    text = tmp_path / "input.txt"
+    text.write_text("one\n\n   \nthree ||| four\n\n")
+    output = tmp_path / "features.jsonl"
+    result = _run(*_flags(original_tiny_dir, text, output, "--layers=-1"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [line["linex_index"] for line in lines] == [0, 1, 2, 3, 4]
+    tokens = [[feature["token"] for feature in line["features"]] for line in lines]
+    assert tokens[1] == tokens[2] == tokens[4] == ["[CLS]", "[SEP]"]
+    assert tokens[3][0] == "[CLS]" and tokens[3].count("[SEP]") == 2
+    assert lines[1]["features"] == lines[2]["features"]
+    assert "input.txt:2: empty line" in result.stderr
+    assert "3 empty lines (lines 2, 3, 5)" in result.stderr
+
+    vectors = tmp_path / "vectors.npy"
+    flags = [f for f in _flags(original_tiny_dir, text, vectors) if not f.startswith("--layers")]
+    result = _run(*flags, "--pooling=mean", "--output_format=npy")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert np.load(vectors).shape == (5, 64)

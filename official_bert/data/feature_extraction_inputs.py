@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.document_windows import text_windows
@@ -60,13 +61,17 @@ class TokenFeatures:
 def read_text_examples(input_file: str) -> Iterator[TextExample]:
     """Yields one TextExample per line of `input_file` (UTF-8), streaming.
 
+    An empty (or blank) line is an example of no text, `[CLS] [SEP]`, as in the original, so
+    that the outputs keep a line (or row) per input line; a warning names the first and counts
+    them.
+
     Raises:
       FileNotFoundError: the file is missing.
-      ValueError: an empty line, naming the file and line number (the original would have
-        silently produced a [CLS] [SEP] example for it).
+      ValueError: a line that is not UTF-8, naming the file and line number.
     """
     if not tf.io.gfile.exists(input_file):
         raise FileNotFoundError(f"input file not found: {input_file}")
+    empty_lines = []
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         for index, raw_line in enumerate(reader):
             try:
@@ -76,16 +81,28 @@ def read_text_examples(input_file: str) -> Iterator[TextExample]:
                     f"{input_file}:{index + 1}: not valid UTF-8 ({error.reason} at byte "
                     f"{error.start})"
                 ) from None
-            if not line:
-                raise ValueError(
-                    f"{input_file}:{index + 1}: empty line; expected a text, or two texts "
-                    "separated by ' ||| '"
+            if not line and not empty_lines:
+                logging.warning(
+                    "%s:%d: empty line; its features are those of [CLS] [SEP] (no text), as "
+                    "in the original",
+                    input_file,
+                    index + 1,
                 )
+            if not line:
+                empty_lines.append(index + 1)
             match = _PAIR_SEPARATOR.match(line)
             if match:
                 yield TextExample(index, match.group(1), match.group(2))
             else:
                 yield TextExample(index, line)
+    if len(empty_lines) > 1:
+        logging.warning(
+            "%s: %d empty lines (lines %s%s) became [CLS] [SEP] examples",
+            input_file,
+            len(empty_lines),
+            ", ".join(map(str, empty_lines[:5])),
+            ", ..." if len(empty_lines) > 5 else "",
+        )
 
 
 def convert_text_examples(
