@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Iterator
 
@@ -27,6 +28,24 @@ def is_local(path: str) -> bool:
 def is_file(path: str) -> bool:
     """Whether `path` exists and is not a folder (os.path.isfile for any file system)."""
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
+
+
+def check_input_is_a_file(path: str, flag: str) -> None:
+    """ValueError when the local `path` (given as --`flag`) exists but is a pipe, a FIFO or a
+    device (`<(command)`, /dev/stdin): TensorFlow's file reader gets no bytes from one (the
+    original read nothing from it either, silently), and the scripts read their inputs more
+    than once (a size first, or a pass per --dupe_factor)."""
+    if not is_local(path):
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # absent: the caller names it
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise ValueError(
+            f"--{flag}={path} is a pipe or a device, not a file: TensorFlow's file reader "
+            "gets no lines from it; write them to a file first"
+        )
 
 
 def parent_folder(path: str) -> str:

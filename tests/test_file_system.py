@@ -7,8 +7,10 @@ import os
 import pytest
 
 from official_bert.checkpoints.pytorch_state_dict import load_pytorch_state_dict
+from official_bert.data.text_corpus import expand_input_patterns
 from official_bert.file_system import (
     absolute_path,
+    check_input_is_a_file,
     is_file,
     is_local,
     local_copy,
@@ -77,3 +79,18 @@ def test_local_output_is_copied_out_only_when_the_block_succeeds(tmp_path):
     assert not failed.exists() and not os.path.exists(local)
     with local_output(str(target)) as same:
         assert same == str(target)
+
+
+def test_a_pipe_as_an_input_is_named(tmp_path):
+    """tf.io.gfile reads nothing from a FIFO or `<(command)`: a clear error, not 0 examples."""
+    fifo = tmp_path / "lines"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match=r"--input_file=.*lines is a pipe or a device, not a file"):
+        check_input_is_a_file(str(fifo), "input_file")
+    with pytest.raises(ValueError, match="is a pipe or a device"):
+        expand_input_patterns(f"{tmp_path / 'lines'}")
+    regular = tmp_path / "corpus.txt"
+    regular.write_text("a line\n")
+    check_input_is_a_file(str(regular), "input_file")
+    check_input_is_a_file(str(tmp_path / "absent.txt"), "input_file")  # named by the caller
+    check_input_is_a_file("gs://bucket/corpus.txt", "input_file")  # no local stat

@@ -20,6 +20,7 @@ from absl import logging
 
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.document_windows import text_windows
+from official_bert.file_system import check_input_is_a_file
 from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
@@ -71,6 +72,7 @@ def read_text_examples(input_file: str) -> Iterator[TextExample]:
     """
     if not tf.io.gfile.exists(input_file):
         raise FileNotFoundError(f"input file not found: {input_file}")
+    check_input_is_a_file(input_file, "input_file")
     empty_lines = []
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         for index, raw_line in enumerate(reader):

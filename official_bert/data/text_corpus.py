@@ -16,6 +16,8 @@ from typing import NamedTuple
 import tensorflow as tf
 from absl import logging
 
+from official_bert.file_system import check_input_is_a_file
+
 
 @dataclasses.dataclass
 class CorpusChunk:
@@ -64,6 +66,8 @@ def expand_input_patterns(input_file: str) -> list[str]:
             matches = [path for path in matches if path not in hidden]
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
+        for path in matches:
+            check_input_is_a_file(path, "input_file")
         files.extend(matches)
     if not files:
         raise ValueError("--input_file is empty")
