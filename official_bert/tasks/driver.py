@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import keras
 import tensorflow as tf
 from absl import logging
 
+from official_bert.file_system import is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
 from official_bert.training.distribution import create_strategy
@@ -54,7 +56,8 @@ def run_task(task: Task) -> dict:
        "export_dir", "eval", "predictions"} (the keys that apply).
     """
     output_dir = task.options.output_dir
-    if output_dir and tf.io.gfile.exists(output_dir) and not tf.io.gfile.isdir(output_dir):
+    # Local only: a gs:// output_dir is checked where the run starts (a TPU's paths first).
+    if output_dir and is_local(output_dir) and os.path.isfile(output_dir):
         raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
     task.validate()
     # The layers and losses built in this run take the speed paths when the options say so.
