@@ -173,7 +173,7 @@ def start_tensorflow_quietly(arguments: list[str]) -> None:
     gc.freeze()
 
 
-# The original release's scripts (and this project's two more), each a module of
+# The original release's scripts and this project's own, each a module of
 # official_bert.commands; the checkout's top-level scripts of the same names run the same.
 COMMANDS = {
     "create_pretraining_data": "masked-LM / next-sentence pre-training TFRecords from text",
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.argv = [f"{PROGRAM} {name}", *argv[2:]]
     start_tensorflow_quietly(sys.argv[1:])
-    from official_bert.script_main import run_command
+    from official_bert.script_main import run_command  # after the quiet start: it imports TF
 
     run_command(importlib.import_module(f"official_bert.commands.{name}"))
     return 0

@@ -45,6 +45,13 @@ def output_target(path: str) -> OutputTarget:
     return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
 
 
+def _new_file_mode() -> int:
+    """0666 less the process's umask: the mode `open(path, "w")` gives a new file."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_output(path: str) -> Iterator[str]:
     """Yields a temporary name beside `path` (`<dir>/.<name>.tmp-<pid>`, which no glob of `path`
@@ -59,6 +66,7 @@ def atomic_output(path: str) -> Iterator[str]:
 
     A symbolic link `path` keeps pointing at its target, which the rename replaces; a device or
     FIFO (/dev/null, /dev/stdout) is yielded itself, to be written in place (output_target).
+    A local file gets the mode of a new file (0666 less the umask), whatever wrote it.
     """
     target = output_target(path)
     if target.in_place:
@@ -76,6 +84,10 @@ def atomic_output(path: str) -> Iterator[str]:
             # write (an empty input) leaves none, and its output is an empty file.
             with tf.io.gfile.GFile(temporary, "w") as writer:
                 writer.write("")
+        if "://" not in temporary:
+            # The mode a new file gets here: safetensors writes 0600 whatever the umask, and a
+            # copy keeps its source's mode (a read-only vocab.txt stays read-only).
+            os.chmod(temporary, _new_file_mode())
         tf.io.gfile.rename(temporary, path, overwrite=True)
     finally:
         if tf.io.gfile.exists(temporary):

@@ -1,6 +1,7 @@
 """atomic_output: the final name holds a whole file or the previous one, never a part."""
 
 import os
+import shutil
 import stat
 import threading
 
@@ -99,3 +100,22 @@ def test_a_fifo_is_written_in_place(tmp_path):
     assert os.listdir(tmp_path) == ["pipe"]
     assert output_target(str(fifo)) == (str(fifo), True)
     assert output_target("gs://bucket/out.txt") == ("gs://bucket/out.txt", False)
+
+
+def test_the_output_gets_a_new_files_mode_whatever_wrote_it(tmp_path):
+    """A writer that makes its file 0600 (safetensors) or a copy of a read-only file: the
+    output has the mode `open(path, "w")` gives (0666 less the umask)."""
+    source = tmp_path / "vocab.txt"
+    source.write_text("[PAD]\n")
+    source.chmod(0o444)
+    umask = os.umask(0o022)
+    try:
+        with atomic_output(str(tmp_path / "out" / "vocab.txt")) as temporary:
+            shutil.copy(source, temporary)
+        with atomic_output(str(tmp_path / "out" / "model.safetensors")) as temporary:
+            with open(os.open(temporary, os.O_WRONLY | os.O_CREAT, 0o600), "w") as writer:
+                writer.write("weights")
+    finally:
+        os.umask(umask)
+    for name in ("vocab.txt", "model.safetensors"):
+        assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) == 0o644, name

@@ -154,7 +154,7 @@ def model_entries(model) -> list[WeightEntry]:
     """The weights of any of our BERT models (encoder, pretrainer, classifier, span labeler,
     token tagger, multiple-choice model).
 
-    The model must be built. Heads use the names of the original scripts: `cls/predictions/...`
+    An unbuilt model is built first. Heads use the names of the original scripts: `cls/predictions/...`
     and `cls/seq_relationship/...` (run_pretraining.py), `output_weights`/`output_bias`
     (run_classifier.py), `cls/squad/...` (run_squad.py); the tagger's are `cls/tagger/...`, the
     multiple-choice model's `cls/multiple_choice/...`.
@@ -169,7 +169,7 @@ def model_entries(model) -> list[WeightEntry]:
     )
 
     if not model.built:
-        raise ValueError(f"{type(model).__name__} must be built before its weights are mapped")
+        model.build()  # every model here builds its variables without an input shape
     if isinstance(model, BertEncoder):
         return encoder_entries(model)
     entries = encoder_entries(model.encoder)
@@ -209,7 +209,16 @@ def model_entries(model) -> list[WeightEntry]:
             "cls/multiple_choice/", model.multiple_choice.dense, hidden, 1, "multiple_choice"
         )
     else:
-        raise TypeError(f"no weight table for {type(model).__name__}")
+        encoder_hint = (
+            "; its encoder (model.encoder) has one: load the pre-trained weights into that"
+            if isinstance(getattr(model, "encoder", None), BertEncoder)
+            else ""
+        )
+        raise TypeError(
+            f"no weight table for {type(model).__name__} (the original layout has names for "
+            "a BertEncoder and the heads of BertPretrainer, BertClassifier, BertSpanLabeler, "
+            f"BertTokenTagger and BertMultipleChoice){encoder_hint}"
+        )
     return entries
 
 

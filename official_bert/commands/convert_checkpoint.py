@@ -1,4 +1,4 @@
-"""Converts BERT weights between the original TF1 layout, safetensors (HF names), keras-hub
+r"""Converts BERT weights between the original TF1 layout, safetensors (HF names), keras-hub
 presets and ours; reads PyTorch's pytorch_model.bin (without PyTorch) and transformers'
 tf_model.h5 too.
 

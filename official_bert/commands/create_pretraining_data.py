@@ -1,4 +1,4 @@
-"""Creates masked-LM + next-sentence pre-training TFRecords (the original's flags and features).
+r"""Creates masked-LM + next-sentence pre-training TFRecords (the original's flags and features).
 
   python create_pretraining_data.py --input_file=./sample_text.txt \
     --output_file=/tmp/tf_examples.tfrecord --vocab_file=$BERT_BASE_DIR/vocab.txt \

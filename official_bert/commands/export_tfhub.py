@@ -1,4 +1,4 @@
-"""Exports BERT as TF Hub SavedModels: the encoder, the encoder with its masked-LM head, or the
+r"""Exports BERT as TF Hub SavedModels: the encoder, the encoder with its masked-LM head, or the
 text preprocessor.
 
   python export_tfhub.py --bert_config_file=$BERT_BASE_DIR/bert_config.json \
@@ -7,7 +7,8 @@ text preprocessor.
   python export_tfhub.py --vocab_file=$BERT_BASE_DIR/vocab.txt --export_type=preprocessing \
     --export_path=/tmp/bert_preprocess
 
-Load an encoder with `tensorflow_hub.KerasLayer` (tf_keras), `keras.layers.TFSMLayer` or
+Load an encoder with `tensorflow_hub.KerasLayer` (tf_keras),
+`keras.layers.TFSMLayer(path, call_endpoint="__call__")` or
 `official_bert.export.ExportedBertEncoder` (Keras 3, fine-tunable); a preprocessor after
 `import tensorflow_text`.
 """

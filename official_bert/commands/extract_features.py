@@ -1,4 +1,4 @@
-"""Extracts contextual token features from a pre-trained BERT (the original's flags and format).
+r"""Extracts contextual token features from a pre-trained BERT (the original's flags and format).
 
   python extract_features.py --input_file=samples/sentences.txt --output_file=/tmp/out.jsonl \
     --vocab_file=.../vocab.txt --bert_config_file=.../bert_config.json \

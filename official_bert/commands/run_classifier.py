@@ -1,4 +1,4 @@
-"""Fine-tunes BERT on a sentence (pair) classification task: GLUE, XNLI, or any TSV/CSV; or
+r"""Fine-tunes BERT on a sentence (pair) classification task: GLUE, XNLI, or any TSV/CSV; or
 on a token tagging task (named entities, part-of-speech) in the CoNLL layout (--task_name=conll);
 with --task_name=generic --multi_label, on examples that each have a set of labels.
 

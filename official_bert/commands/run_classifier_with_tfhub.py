@@ -1,4 +1,4 @@
-"""Fine-tunes a BERT encoder from TF Hub on a classification task: run_classifier.py with the
+r"""Fine-tunes a BERT encoder from TF Hub on a classification task: run_classifier.py with the
 encoder given by --bert_hub_module_handle (the original release's script of this name).
 
   python run_classifier_with_tfhub.py --task_name=MRPC --do_train=true --do_eval=true \

@@ -1,4 +1,4 @@
-"""Fine-tunes one BERT encoder on several GLUE-style tasks at once, a classification or
+r"""Fine-tunes one BERT encoder on several GLUE-style tasks at once, a classification or
 regression head per task; each step trains on one task's batch. --do_eval evaluates every task
 on its dev set, --do_predict writes every task's test predictions to
 output_dir/<task>/test_results.tsv (run_classifier.py's format).

@@ -1,4 +1,4 @@
-"""Pre-trains BERT (masked LM + next sentence) on TFRecords of create_pretraining_data.py.
+r"""Pre-trains BERT (masked LM + next sentence) on TFRecords of create_pretraining_data.py.
 
 --use_next_sentence_label=false (MLM only) and --objective=ltr (a left-to-right LM, no NSP) are
 the pre-training ablations of the BERT paper (section 5.1).

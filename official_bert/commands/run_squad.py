@@ -1,4 +1,4 @@
-"""Fine-tunes BERT on SQuAD v1.1 or v2.0, writes the original prediction files, and scores them.
+r"""Fine-tunes BERT on SQuAD v1.1 or v2.0, writes the original prediction files, and scores them.
 
   python run_squad.py --vocab_file=$BERT_BASE_DIR/vocab.txt \
     --bert_config_file=$BERT_BASE_DIR/bert_config.json \

@@ -10,10 +10,11 @@ from official_bert.config import BertConfig
 from official_bert.layers.bert_embeddings import BertEmbeddings
 from official_bert.layers.initializers import bert_initializer
 from official_bert.layers.transformer_block import TransformerBlock
+from official_bert.models.token_id_model import TokenIdModel
 
 
 @keras.saving.register_keras_serializable(package="official_bert")
-class BertEncoder(keras.Model):
+class BertEncoder(TokenIdModel):
     """The BERT encoder of the original `modeling.BertModel`, pooler included.
 
     Inputs (dict):

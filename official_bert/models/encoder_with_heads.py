@@ -5,9 +5,10 @@ from keras import ops
 
 from official_bert.kernels.switch import fast_kernels_enabled
 from official_bert.models.bert_encoder import BertEncoder
+from official_bert.models.token_id_model import TokenIdModel
 
 
-class EncoderWithHeads(keras.Model):
+class EncoderWithHeads(TokenIdModel):
     """Holds `self.encoder` and (de)serializes it inside the model's config.
 
     Subclasses add their heads and extend `get_config` with their own arguments; `from_config`

@@ -11,7 +11,12 @@ from official_bert.checkpoints.loading import read_bert_config
 from official_bert.checkpoints.original_tf1 import read_checkpoint_arrays
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.config import BertConfig
-from official_bert.models import BertClassifier, BertEncoder, BertPretrainer
+from official_bert.models import (
+    BertClassifier,
+    BertEncoder,
+    BertPretrainer,
+    FeatureBasedClassifier,
+)
 from tests.conftest import REPO_ROOT, tiny_encoder_kwargs
 from tests.warm_interpreter import run_script
 
@@ -130,3 +135,25 @@ def test_a_bert_decoders_config_is_refused(tmp_path):
             read_bert_config(str(path))
     path.write_text(json.dumps({"model_type": "bert", "vocab_size": 10, "is_decoder": False}))
     assert read_bert_config(str(path)).vocab_size == 10
+
+
+def test_weights_load_into_a_model_not_built_yet(original_tiny_dir):
+    """The README's recipe: a model from the config, then load_bert_weights (which builds it)."""
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    encoder = BertEncoder.from_bert_config(config)
+    assert not encoder.built
+    assert load_bert_weights(encoder, str(original_tiny_dir / "bert_model.ckpt")) == "tf1"
+    reference = np.load(original_tiny_dir / "outputs.npz")
+    inputs = {
+        "input_word_ids": reference["input_ids"],
+        "input_mask": reference["input_mask"],
+        "input_type_ids": reference["token_type_ids"],
+    }
+    np.testing.assert_allclose(
+        encoder(inputs)["pooled_output"], reference["pooled_output"], atol=1e-5
+    )
+    with pytest.raises(TypeError, match=r"its encoder \(model.encoder\) has one"):
+        load_bert_weights(
+            FeatureBasedClassifier(BertEncoder.from_bert_config(config), num_classes=2),
+            str(original_tiny_dir / "bert_model.ckpt"),
+        )
