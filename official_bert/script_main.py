@@ -65,7 +65,9 @@ def run_main(main: Callable[[list[str]], object]) -> None:
             program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
             sys.stderr.write(f"{program}: error: {message}\n")
             sys.stderr.flush()
-            sys.exit(1)
+            # 128 + a signal's number where training stopped at one (TrainingStopped), as a
+            # process killed by it exits; else 1.
+            sys.exit(getattr(error, "exit_status", 1))
 
     app.run(main_reporting_input_errors)
 

@@ -50,3 +50,20 @@ def test_a_script_prints_the_message_alone_unless_asked_for_more(tmp_path, verbo
         assert f"ValueError: {message}" in result.stderr
     else:
         assert result.stderr.strip().splitlines() == [f"run_pretraining.py: error: {message}"]
+
+
+def test_training_stopped_by_a_signal_exits_as_the_signal_would(tmp_path):
+    code = (
+        "import sys\n"
+        "from official_bert.script_main import run_main\n"
+        "from official_bert.training.runner import TrainingStopped\n"
+        "def main(argv):\n"
+        "    raise TrainingStopped(15, 590, 1000, 'out/ckpt-590')\n"
+        "run_main(main)\n"
+    )
+    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
+    assert result.returncode == 128 + 15
+    assert result.stderr.strip().splitlines()[-1] == (
+        "-c: error: stopped by SIGTERM at step 590 of 1000, checkpoint out/ckpt-590 saved; run "
+        "the same command again to resume"
+    )

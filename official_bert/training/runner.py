@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 
@@ -52,6 +53,20 @@ def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
 def _uses_float16(model: keras.Model) -> bool:
     """Whether any layer computes in float16 (then the loss needs scaling)."""
     return any(layer.dtype_policy.compute_dtype == "float16" for layer in model._flatten_layers())
+
+
+class TrainingStopped(Exception):
+    """Training stopped early at a signal (SIGTERM from a scheduler, Ctrl-C), after saving a
+    checkpoint: the run is not finished, so nothing after training (export, evaluation,
+    prediction) runs, and a script exits with 128 + the signal's number, as a process killed
+    by it would. The same command resumes from the checkpoint."""
+
+    def __init__(self, signum: int, step: int, num_train_steps: int, checkpoint: str | None):
+        self.exit_status = 128 + signum
+        super().__init__(
+            f"stopped by {signal.Signals(signum).name} at step {step} of {num_train_steps}, "
+            f"checkpoint {checkpoint} saved; run the same command again to resume"
+        )
 
 
 class Runner:
@@ -151,7 +166,8 @@ class Runner:
                 step_counter=self.optimizer.iterations,
                 checkpoint_interval=settings.save_checkpoints_steps,
             )
-        self._stop_requested = False
+        self._stop_requested = 0  # the number of the signal that asked training to stop
+        self._previous_handlers: dict = {}
 
     # The newest checkpoint known to hold only finite values (where a failed run points to).
     last_finite_checkpoint: str | None = None
@@ -375,8 +391,13 @@ class Runner:
         return train_loop
 
     def _request_stop(self, signum, frame):
-        logging.warning("Signal %d: saving a checkpoint and stopping after this loop", signum)
-        self._stop_requested = True
+        name = signal.Signals(signum).name
+        logging.warning(
+            "%s: saving a checkpoint and stopping after this loop (again to stop at once)", name
+        )
+        self._stop_requested = signum
+        # A second signal acts as it would without training (Ctrl-C: KeyboardInterrupt).
+        signal.signal(signum, self._previous_handlers.get(signum, signal.SIG_DFL))
 
     def train(self, train_dataset_fn: Callable, global_batch_size: int) -> list[tuple[int, float]]:
         """Trains up to num_train_steps updates of global_batch_size examples (the dataset's
@@ -416,8 +437,13 @@ class Runner:
             if self.is_chief
             else tf.summary.create_noop_writer()
         )
-        previous = {
-            sig: signal.signal(sig, self._request_stop) for sig in (signal.SIGTERM, signal.SIGINT)
+        self._stop_requested = 0
+        # Signals reach the main thread only; a Runner trained in another thread (a notebook's
+        # background job) keeps the process's handlers.
+        handles_signals = threading.current_thread() is threading.main_thread()
+        self._previous_handlers = {
+            sig: signal.signal(sig, self._request_stop)
+            for sig in ((signal.SIGTERM, signal.SIGINT) if handles_signals else ())
         }
         history = []
         start_step, start_time = self.step, time.time()
@@ -462,10 +488,17 @@ class Runner:
                     last_log_step, last_log_time = self.step, now
                 self._save()
         finally:
-            for sig, handler in previous.items():
+            for sig, handler in self._previous_handlers.items():
                 signal.signal(sig, handler)
             writer.flush()
         self._save(force=True)
+        if self._stop_requested:
+            raise TrainingStopped(
+                self._stop_requested,
+                self.step,
+                self.num_train_steps,
+                self.manager.latest_checkpoint,
+            )
         return history
 
     # === Evaluation ===

@@ -1,5 +1,8 @@
 """The training runner on one device: gradient accumulation, NaN stop, mixed precision, XLA."""
 
+import os
+import signal
+
 import keras
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ from official_bert.tasks.pretraining_objective import (
     pretraining_loss_denominators,
 )
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.runner import Runner
+from official_bert.training.runner import Runner, TrainingStopped
 from official_bert.training.training_options import TrainingOptions
 from tests.conftest import synthetic_pretraining_examples
 
@@ -157,6 +160,33 @@ def test_an_output_dir_of_another_model_is_named_instead_of_resumed(tmp_path, ot
         ValueError, match=r"holds a checkpoint of another model or settings.*ckpt-1"
     ):
         make_runner(tmp_path, **settings).restore_or_initialize()
+
+
+def test_a_signal_stops_training_at_a_checkpoint_and_the_run_is_not_finished(tmp_path):
+    """SIGTERM (a scheduler's preemption) or Ctrl-C: the loop ends, a checkpoint is saved, and
+    train() raises TrainingStopped (a script exits 143 / 130), so nothing that follows training
+    (export, evaluation) takes the model for a finished one. A rerun resumes."""
+    examples = synthetic_pretraining_examples(64)
+    runner = make_runner(tmp_path, num_train_steps=8)
+    save = runner._save
+
+    def save_then_signal(force=False):
+        save(force=force)
+        if runner.step == 2 and not force:
+            os.kill(os.getpid(), signal.SIGTERM)  # handled in this (the main) thread
+
+    runner._save = save_then_signal
+    handler = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(
+        TrainingStopped, match=r"^stopped by SIGTERM at step 2 of 8, checkpoint .*ckpt-2 saved"
+    ) as stopped:
+        runner.train(dataset_fn_of(examples, 8), 8)
+    assert stopped.value.exit_status == 143
+    assert signal.getsignal(signal.SIGTERM) is handler  # the process's handler is back
+    resumed = make_runner(tmp_path, num_train_steps=8)
+    assert resumed.restore_or_initialize() and resumed.step == 2
+    resumed.train(dataset_fn_of(examples, 8), 8)
+    assert resumed.step == 8
 
 
 # === Mixed precision and XLA ===
