@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
+import re
+import shutil
 import stat
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import tensorflow as tf
+from absl import logging
 
-from official_bert.side_file_names import temporary_path
+from official_bert.side_file_names import temporary_glob, temporary_path
 
 
 class OutputTarget(NamedTuple):
@@ -45,6 +49,47 @@ def output_target(path: str) -> OutputTarget:
     return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
 
 
+# The writing process's id in a temporary name: `.NAME.tmp-PID`, `.tmp-ckpt-PID-<hex>`.
+_TEMPORARY_PID = re.compile(r"\.tmp-(?:ckpt-)?(\d+)(?:-[0-9a-f]+)?$")
+
+
+def remove_stale_temporaries(pattern: str) -> list[str]:
+    """Removes the local files and folders matching `pattern` whose name holds the id of a
+    process that is no longer running (_TEMPORARY_PID): what a killed run left under
+    a temporary name (atomic_output's `.NAME.tmp-PID`, a SavedModel export's, a checkpoint's
+    staging folder), at up to a model's size each. A running process's are left alone (it may be
+    another run writing the same output). Returns the paths removed; nothing on `scheme://`
+    paths, where no process can be asked after."""
+    if "://" in pattern:
+        return []
+    removed = []
+    for leftover in glob.glob(pattern):
+        match = _TEMPORARY_PID.search(os.path.basename(leftover))
+        if match is None or _is_running(int(match.group(1))):
+            continue
+        if os.path.isdir(leftover) and not os.path.islink(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+        removed.append(leftover)
+    if removed:
+        logging.info("Removed what killed runs left: %s", ", ".join(removed))
+    return removed
+
+
+def _is_running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process, running
+        return True
+    return True
+
+
 def _new_file_mode() -> int:
     """0666 less the process's umask: the mode `open(path, "w")` gives a new file."""
     umask = os.umask(0)
@@ -76,6 +121,7 @@ def atomic_output(path: str) -> Iterator[str]:
     directory = os.path.dirname(path)
     if directory:
         tf.io.gfile.makedirs(directory)
+    remove_stale_temporaries(temporary_glob(path))
     temporary = temporary_path(path)
     try:
         yield temporary

@@ -3,11 +3,12 @@
 import os
 import shutil
 import stat
+import subprocess
 import threading
 
 import pytest
 
-from official_bert.atomic_output import atomic_output, output_target
+from official_bert.atomic_output import atomic_output, output_target, remove_stale_temporaries
 
 
 def test_complete_block_renames_into_place_and_creates_the_directory(tmp_path):
@@ -119,3 +120,30 @@ def test_the_output_gets_a_new_files_mode_whatever_wrote_it(tmp_path):
         os.umask(umask)
     for name in ("vocab.txt", "model.safetensors"):
         assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) == 0o644, name
+
+
+def _pid_of_a_finished_process() -> int:
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+def test_what_killed_runs_left_is_removed_and_a_running_writers_is_kept(tmp_path):
+    """A run killed before its rename leaves `.NAME.tmp-PID` (an export's folder, a
+    checkpoint's staging folder): the next write of the output removes it, unless that process
+    still runs (another run writing the same output)."""
+    dead, alive = _pid_of_a_finished_process(), os.getppid()
+    (tmp_path / f".out.txt.tmp-{dead}").write_text("half")
+    (tmp_path / f".out.txt.tmp-{alive}").write_text("being written")
+    (tmp_path / f".tmp-ckpt-{dead}-0a1b2c3d").mkdir()
+    (tmp_path / f".tmp-ckpt-{dead}-0a1b2c3d" / "bert_model.ckpt.index").write_text("x")
+    (tmp_path / ".shard-00001-of-00002.tmp-1").write_text("init's")  # pid 1 runs: kept
+    with atomic_output(str(tmp_path / "out.txt")) as temporary, open(temporary, "w") as writer:
+        writer.write("whole")
+    assert remove_stale_temporaries(str(tmp_path / ".tmp-ckpt-*")) == [
+        str(tmp_path / f".tmp-ckpt-{dead}-0a1b2c3d")
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f".out.txt.tmp-{alive}", ".shard-00001-of-00002.tmp-1", "out.txt"]
+    )
+    assert remove_stale_temporaries("gs://bucket/.out.txt.tmp-*") == []

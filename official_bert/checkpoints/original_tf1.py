@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from official_bert.atomic_output import remove_stale_temporaries
 from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.checkpoints.tf1_hub_module import is_tf1_hub_module, module_checkpoint_prefix
 from official_bert.checkpoints.variable_table import (
@@ -209,6 +210,7 @@ def write_original_entries(
     # tf.io.gfile, not os: the prefix may be on Cloud Storage (gs://), as for a Cloud TPU.
     directory = os.path.dirname(absolute_path(prefix))
     basename = os.path.basename(prefix)
+    remove_stale_temporaries(f"{directory}/.tmp-ckpt-*")
     staging = f"{directory}/.tmp-ckpt-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tf.io.gfile.makedirs(staging)
     try:

@@ -7,8 +7,9 @@ import os
 
 import tensorflow as tf
 
+from official_bert.atomic_output import remove_stale_temporaries
 from official_bert.config import write_text_atomically
-from official_bert.side_file_names import temporary_path
+from official_bert.side_file_names import temporary_glob, temporary_path
 
 try:  # TensorFlow's own save context; private, hence the fallback below.
     from tensorflow.python.saved_model import save_context as _save_context
@@ -68,6 +69,7 @@ def save_atomically(
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )
+    remove_stale_temporaries(temporary_glob(export_path))
     temporary = temporary_path(export_path)
     if tf.io.gfile.exists(temporary):
         tf.io.gfile.rmtree(temporary)
