@@ -92,9 +92,12 @@ def input_check_message(error: BaseException) -> str | None:
 
 def is_input_error(error: BaseException, script_file: str) -> bool:
     """Whether `error` reports a mistake in the input with a message of its own: an exception
-    of a class defined in the library, or a ValueError or OSError raised in the library's code
-    or in `script_file` (the innermost frame of its traceback)."""
+    of a class defined in the library, TensorFlow's PermissionDeniedError (a file or folder the
+    user may not write, named in its message), or a ValueError or OSError raised in the
+    library's code or in `script_file` (the innermost frame of its traceback)."""
     if type(error).__module__.split(".")[0] == "official_bert":
+        return True
+    if isinstance(error, tf.errors.PermissionDeniedError):
         return True
     if not isinstance(error, (ValueError, OSError)):
         return False

@@ -67,3 +67,16 @@ def test_training_stopped_by_a_signal_exits_as_the_signal_would(tmp_path):
         "-c: error: stopped by SIGTERM at step 590 of 1000, checkpoint out/ckpt-590 saved; run "
         "the same command again to resume"
     )
+
+
+def test_a_folder_the_user_may_not_write_is_one_line(tmp_path):
+    code = (
+        "import tensorflow as tf\n"
+        "from official_bert.script_main import run_main\n"
+        "def main(argv):\n"
+        "    raise tf.errors.PermissionDeniedError(None, None, 'out/.x.tmp-1; Permission denied')\n"
+        "run_main(main)\n"
+    )
+    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == ["-c: error: out/.x.tmp-1; Permission denied"]

@@ -59,6 +59,9 @@ def run_task(task: Task) -> dict:
     # Local only: a gs:// output_dir is checked where the run starts (a TPU's paths first).
     if output_dir and is_local(output_dir) and os.path.isfile(output_dir):
         raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
+    if output_dir and is_local(output_dir) and os.path.isdir(output_dir):
+        if not os.access(output_dir, os.W_OK | os.X_OK):
+            raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
     task.validate()
     # The layers and losses built in this run take the speed paths when the options say so.
     with fast_kernels(task.options.fast_kernels):
