@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -13,6 +14,7 @@ from official_bert.file_system import is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
 from official_bert.training.distribution import create_strategy
+from official_bert.training.output_dir_lock import hold_output_dir
 from official_bert.training.runner import Runner
 
 
@@ -63,8 +65,11 @@ def run_task(task: Task) -> dict:
         if not os.access(output_dir, os.W_OK | os.X_OK):
             raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
     task.validate()
+    # One run at a time writes output_dir; the workers of a multi-worker run share it.
+    shared = task.options.distribution_strategy == "multi_worker_mirrored"
+    lock = contextlib.nullcontext() if shared or not output_dir else hold_output_dir(output_dir)
     # The layers and losses built in this run take the speed paths when the options say so.
-    with fast_kernels(task.options.fast_kernels):
+    with lock, fast_kernels(task.options.fast_kernels):
         return _run(task)
 
 

@@ -187,6 +187,8 @@ def register_processor(task_name: str):
 
     def register(cls):
         _PROCESSORS[task_name.lower()] = cls
+        if "task_name" not in cls.__dict__:  # the first name, for messages
+            cls.task_name = task_name
         return cls
 
     return register

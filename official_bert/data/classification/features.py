@@ -270,9 +270,10 @@ def prepare_classifier_records(
     """
     source = processor.split_path(split)
     if not tf.io.gfile.exists(source):
+        task_name = getattr(processor, "task_name", None) or type(processor).__name__
         raise FileNotFoundError(
-            f"{source} not found: --task_name={type(processor).__name__} reads the {split} split "
-            f"from {os.path.basename(source)} in --data_dir"
+            f"{source} not found: --task_name={task_name} reads the {split} split from "
+            f"{os.path.basename(source)} in --data_dir"
         )
     settings = {
         "format_version": _FORMAT_VERSION,
