@@ -154,7 +154,6 @@ class Runner:
             settings.output_dir,
             max_to_keep=settings.keep_checkpoint_max,
             step_counter=self.optimizer.iterations,
-            checkpoint_interval=settings.save_checkpoints_steps,
         )
         self._write_manager = self.manager
         if not self.is_chief:
@@ -164,7 +163,6 @@ class Runner:
                 os.path.join(settings.output_dir, f".tmp_{resolver.task_type}_{resolver.task_id}"),
                 max_to_keep=1,
                 step_counter=self.optimizer.iterations,
-                checkpoint_interval=settings.save_checkpoints_steps,
             )
         self._stop_requested = 0  # the number of the signal that asked training to stop
         self._previous_handlers: dict = {}
@@ -278,9 +276,16 @@ class Runner:
                 f"{len(self._checked_variables)} variables (first: {bad[0]}); not saved. The "
                 f"last good checkpoint: {self._last_good()}; lower --learning_rate"
             )
+        # At the end of the first loop past each multiple of save_checkpoints_steps (20, 40, ...
+        # with loops of 10 steps), as the original's saver; CheckpointManager's own interval
+        # counts from its first save, the first loop's (10, 30, 50, ...).
+        interval = max(self.settings.save_checkpoints_steps, 1)
+        if not force and self.step // interval <= self._last_saved_step // interval:
+            return
         saved = self._write_manager.save(
-            checkpoint_number=self.optimizer.iterations, check_interval=not force
+            checkpoint_number=self.optimizer.iterations, check_interval=False
         )
+        self._last_saved_step = self.step
         if saved and self.is_chief:
             self.last_finite_checkpoint = saved
         if saved and not self.is_chief:
@@ -438,6 +443,7 @@ class Runner:
             else tf.summary.create_noop_writer()
         )
         self._stop_requested = 0
+        self._last_saved_step = self.step
         # Signals reach the main thread only; a Runner trained in another thread (a notebook's
         # background job) keeps the process's handlers.
         handles_signals = threading.current_thread() is threading.main_thread()

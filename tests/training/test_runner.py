@@ -189,6 +189,21 @@ def test_a_signal_stops_training_at_a_checkpoint_and_the_run_is_not_finished(tmp
     assert resumed.step == 8
 
 
+def test_checkpoints_fall_on_multiples_of_save_checkpoints_steps(tmp_path):
+    # Loops of 2 steps, a checkpoint every 4: at 4 and 8 (not at the first loop's 2), then the
+    # last step.
+    runner = make_runner(
+        tmp_path,
+        num_train_steps=9,
+        steps_per_loop=2,
+        save_checkpoints_steps=4,
+        keep_checkpoint_max=10,
+    )
+    runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    steps = sorted(int(p.name.split("-")[1].split(".")[0]) for p in tmp_path.glob("ckpt-*.index"))
+    assert steps == [4, 8, 9]
+
+
 # === Mixed precision and XLA ===
 def _overfit_losses(runner, steps):
     examples = synthetic_pretraining_examples(8)
