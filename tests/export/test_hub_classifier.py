@@ -64,7 +64,7 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
         text_a=tf.constant(["The movie was GREAT", "the plot was awful"])
     )
     assert predicted["labels"].numpy().tolist() == [b"pos", b"neg"]
-    assert json.loads((output_dir / "train.tf_record.json").read_text())  # cached features
+    assert json.loads((output_dir / ".train.tf_record.summary.json").read_text())  # cached features
 
 
 def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports, tmp_path):

@@ -91,6 +91,10 @@ def test_a_few_dozen_steps_lower_the_loss_and_write_every_output(mrpc_run):
     ):
         assert (output_dir / name).exists(), name
     assert list((output_dir / "train").glob("events.out.tfevents.*"))
+    # A glob of the records reads the records alone (their summaries are dot files).
+    for split in ("train", "eval", "predict"):
+        assert list(output_dir.glob(f"{split}.tf_record*")) == [output_dir / f"{split}.tf_record"]
+        assert (output_dir / f".{split}.tf_record.summary.json").exists()
     assert (output_dir / "serving_model" / "saved_model.pb").exists()
 
 

@@ -127,7 +127,7 @@ def test_windows_train_and_combine_into_one_prediction_per_example(bert_dir, tmp
     assert mean.shape == (12, 2)  # one row per example, not per window
     assert (output_dir / "test_results.tsv").read_text().count("\n") == 12
     # The eval file holds the windows: 6 documents of 3 and 6 sentences of 1.
-    summary = (output_dir / "eval.tf_record.json").read_text()
+    summary = (output_dir / ".eval.tf_record.summary.json").read_text()
     assert '"num_real_examples": 24' in summary
 
     # Every window as an example of its own, predicted by the trained model (the run resumes
@@ -223,7 +223,7 @@ def test_long_sentences_are_tagged_word_for_word_with_windows(bert_dir, tmp_path
         )
     )
     assert max(len(words) for words, _ in sentences["dev"]) > 16
-    summary = (output_dir / "eval.tf_record.json").read_text()
+    summary = (output_dir / ".eval.tf_record.summary.json").read_text()
     windows = int(summary.split('"num_real_examples": ')[1].split(",")[0].split("}")[0])
     assert windows > len(sentences["dev"])
 

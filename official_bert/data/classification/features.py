@@ -34,6 +34,7 @@ from official_bert.data.completed_outputs import (
 from official_bert.data.document_windows import text_windows
 from official_bert.data.example_encoding import ExampleEncoder
 from official_bert.data.tagging.examples import TaggingProcessor
+from official_bert.side_file_names import summary_path
 
 # Bumped when what is written for the same inputs changes, so cached files are redone.
 _FORMAT_VERSION = 1
@@ -266,7 +267,8 @@ def prepare_classifier_records(
     doc_stride=doc_stride (encode_classifier_windows for classification) and the counts are of
     windows.
 
-    The summary `<path>.json` is written last, so an interrupted run is redone.
+    The summary `.<name>.summary.json` beside it is written last, so an interrupted run is
+    redone.
     """
     source = processor.split_path(split)
     if not tf.io.gfile.exists(source):
@@ -288,12 +290,12 @@ def prepare_classifier_records(
     }
     if doc_stride is not None:  # only then: the summaries of earlier runs stay valid
         settings["doc_stride"] = doc_stride
-    summary_path = path + ".json"
-    summary = read_completed_summary(summary_path, [path], settings)
+    summary_file = summary_path(path)  # `.NAME.summary.json`: no glob of the records reads it
+    summary = read_completed_summary(summary_file, [path], settings)
     if summary is not None:
         logging.info("Reusing %s (%d examples of %s)", path, summary["num_examples"], source)
         return ClassifierRecords(path, summary["num_examples"], summary["num_real_examples"])
-    remove_if_exists(summary_path)
+    remove_if_exists(summary_file)
     start = time.time()
     examples = processor.get_examples(split)
     if max_examples:
@@ -309,7 +311,7 @@ def prepare_classifier_records(
     write_classifier_records(arrays, path)
     num_examples = len(arrays["input_ids"])
     write_summary(
-        summary_path,
+        summary_file,
         {
             "settings": settings,
             "output_files": [path],
