@@ -13,6 +13,7 @@ from absl import logging
 from official_bert.file_system import is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
+from official_bert.tasks.trained_on import record_training, warn_if_resumed_on_other_data
 from official_bert.training.distribution import create_strategy
 from official_bert.training.output_dir_lock import hold_output_dir
 from official_bert.training.runner import Runner
@@ -76,9 +77,13 @@ def run_task(task: Task) -> dict:
 def _run(task: Task) -> dict:
     task.prepare(start_run(task.options, task.tpu_paths()))
     runner = create_runner(task)
-    runner.restore_or_initialize(task.initialize)
+    output_dir = task.options.output_dir
+    if runner.restore_or_initialize(task.initialize):
+        warn_if_resumed_on_other_data(output_dir, runner.last_finite_checkpoint, task.options)
     results: dict = {"history": []}
     if task.do_train:
+        if runner.is_chief:
+            record_training(output_dir, task.options)
         start = time.time()
         results["history"] = runner.train(task.train_dataset, task.train_batch_size)
         results["train_seconds"] = time.time() - start
