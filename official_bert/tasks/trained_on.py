@@ -67,8 +67,9 @@ def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, optio
     if not differing:
         return False
     logging.warning(
-        "Resuming %s, trained on %s; this run names %s. Use another --output_dir to start "
-        "from --init_checkpoint instead",
+        "Resuming %s, trained on %s; this run names %s (as meant when training goes on with "
+        "new data, e.g. pre-training's longer sequences; else use another --output_dir, and the "
+        "run starts from --init_checkpoint)",
         checkpoint,
         ", ".join(f"--{name}={recorded.get(name)}" for name in differing),
         ", ".join(f"--{name}={now.get(name)}" for name in differing),
