@@ -40,13 +40,14 @@ def output_target(path: str) -> OutputTarget:
     """
     if "://" in path:
         return OutputTarget(path, False)
+    written = os.path.realpath(path) if os.path.islink(path) else path
     try:
         mode = os.stat(path).st_mode  # follows links: /dev/stdout -> /proc/self/fd/1 -> a pipe
     except OSError:  # absent, or a link to an absent file (which the write makes)
-        return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
+        return OutputTarget(written, False)
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         return OutputTarget(path, True)
-    return OutputTarget(os.path.realpath(path) if os.path.islink(path) else path, False)
+    return OutputTarget(written, False)
 
 
 # The writing process's id in a temporary name: `.NAME.tmp-PID`, `.tmp-ckpt-PID-<hex>`.

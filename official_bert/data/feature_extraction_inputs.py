@@ -83,14 +83,14 @@ def read_text_examples(input_file: str) -> Iterator[TextExample]:
                     f"{input_file}:{index + 1}: not valid UTF-8 ({error.reason} at byte "
                     f"{error.start})"
                 ) from None
-            if not line and not empty_lines:
-                logging.warning(
-                    "%s:%d: empty line; its features are those of [CLS] [SEP] (no text), as "
-                    "in the original",
-                    input_file,
-                    index + 1,
-                )
             if not line:
+                if not empty_lines:
+                    logging.warning(
+                        "%s:%d: empty line; its features are those of [CLS] [SEP] (no text), "
+                        "as in the original",
+                        input_file,
+                        index + 1,
+                    )
                 empty_lines.append(index + 1)
             match = _PAIR_SEPARATOR.match(line)
             if match:

@@ -60,10 +60,10 @@ def run_task(task: Task) -> dict:
     """
     output_dir = task.options.output_dir
     # Local only: a gs:// output_dir is checked where the run starts (a TPU's paths first).
-    if output_dir and is_local(output_dir) and os.path.isfile(output_dir):
-        raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
-    if output_dir and is_local(output_dir) and os.path.isdir(output_dir):
-        if not os.access(output_dir, os.W_OK | os.X_OK):
+    if output_dir and is_local(output_dir):
+        if os.path.isfile(output_dir):
+            raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
+        if os.path.isdir(output_dir) and not os.access(output_dir, os.W_OK | os.X_OK):
             raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
     task.validate()
     # One run at a time writes output_dir; the workers of a multi-worker run share it.

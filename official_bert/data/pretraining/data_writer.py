@@ -621,8 +621,12 @@ def write_pretraining_examples(
     settings_dict["word_ref_files"] = [
         [path, *file_signature(path)] for path in settings.word_ref_files
     ]
+    # A symbolic link's target takes the records; a device (/dev/null) is written in place,
+    # and keeps nothing to reuse: no summary is read or written beside it.
+    targets = [output_target(path) for path in output_files]
+    in_place = any(target.in_place for target in targets)
     done = None
-    if not any(output_target(path).in_place for path in output_files):
+    if not in_place:
         done = read_completed_summary(_summary_path(output_files), output_files, settings_dict)
     if done is not None:
         logging.info("Outputs already complete (%s); nothing to do", _summary_path(output_files))
@@ -640,8 +644,6 @@ def write_pretraining_examples(
     if settings.word_segmenter == "jieba":
         JiebaWordSegmenter()  # builds jieba's dictionary cache once, before any helper starts
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip_compress else "")
-    # A symbolic link's target takes the records; a device (/dev/null) is written in place.
-    targets = [output_target(path) for path in output_files]
     temporary = [t.path if t.in_place else temporary_path(t.path) for t in targets]
     for target in targets:
         if target.in_place:
@@ -653,7 +655,6 @@ def write_pretraining_examples(
         # summary goes too, so the outputs count as complete only once this run ends.
         for leftover in tf.io.gfile.glob(temporary_glob(target.path)):
             tf.io.gfile.remove(leftover)
-    in_place = any(target.in_place for target in targets)
     if not in_place:
         remove_if_exists(_summary_path(output_files))
     # With helper processes and uncompressed outputs, chunks come back framed as segments
@@ -774,7 +775,7 @@ def write_pretraining_examples(
         "output_files": output_files,
         "settings": settings_dict,
     }
-    if not in_place:  # a device keeps nothing to reuse: no summary beside it (in /dev)
+    if not in_place:
         write_summary(_summary_path(output_files), summary)
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
