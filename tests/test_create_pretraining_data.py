@@ -80,7 +80,7 @@ def test_output_parses_with_the_original_spec_and_is_well_formed(vocab_file, tmp
         assert (
             (replaced == mask) | (replaced == example["masked_lm_ids"][:count]) | (replaced >= 0)
         ).all()
-    assert summary["settings"]["vocab_file"] == "vocab.txt"
+    assert summary["settings"]["vocab_file"][0] == vocab_file
     assert json.loads((tmp_path / ".out.tfrecord.summary.json").read_text())["instances"] == len(
         examples
     )
@@ -426,6 +426,25 @@ def test_skip_mode_counts_one_sentence_documents_and_rerun_is_a_no_op(vocab_file
     assert again["instances"] == summary["instances"] and output.stat().st_mtime_ns == before
     # The same size but new content: the outputs are stale and written again.
     corpus.write_bytes(corpus.read_bytes().replace(b"first", b"FIRST"))
+    write_pretraining_examples(
+        [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
+    )
+    assert output.stat().st_mtime_ns != before
+    # Another vocab under the same name (edited in place, or one in another folder): written
+    # again with its ids.
+    before = output.stat().st_mtime_ns
+    other_folder = tmp_path / "other"
+    other_folder.mkdir()
+    other_vocab = other_folder / os.path.basename(vocab_file)
+    other_vocab.write_text(open(vocab_file, encoding="utf-8").read(), encoding="utf-8")
+    settings = PretrainingDataSettings(vocab_file=str(other_vocab), dupe_factor=2)
+    write_pretraining_examples(
+        [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
+    )
+    assert output.stat().st_mtime_ns != before
+    before = output.stat().st_mtime_ns
+    with open(other_vocab, "a", encoding="utf-8") as f:
+        f.write("zzzextra\n")
     write_pretraining_examples(
         [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
     )

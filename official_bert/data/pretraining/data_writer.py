@@ -610,12 +610,12 @@ def write_pretraining_examples(
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
     settings_dict = dataclasses.asdict(settings)
-    settings_dict["vocab_file"] = os.path.basename(settings.vocab_file)
     settings_dict.update(
         gzip_compress=gzip_compress,
-        # Size and modification time: an input edited in place (even to the same size) makes
-        # the finished outputs stale.
+        # Size and modification time: an input or vocab edited in place (even to the same size)
+        # makes the finished outputs stale.
         inputs=[[path, *file_signature(path)] for path in input_files],
+        vocab_file=[settings.vocab_file, *file_signature(settings.vocab_file)],
     )
     # Lists as JSON reads them back (the rerun check compares); edited references are stale.
     settings_dict["word_ref_files"] = [
