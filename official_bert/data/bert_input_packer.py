@@ -158,10 +158,27 @@ def _pack_segments(
     sep_id: int | tf.Tensor,
 ) -> dict[str, tf.Tensor]:
     """The packing ops of `BertInputPacker.pack_ids` for [batch, (pieces)] int32 segments:
-    int32 [batch, seq_length] word ids, mask and type ids."""
+    int32 [batch, seq_length] word ids, mask and type ids.
+
+    A pair whose B has no pieces is packed as the original `convert_single_example` packs it
+    (`if tokens_b:`): a row whose B is empty from the start is a single text ([CLS] A [SEP], A
+    cut to seq_length - 2), and one whose B the trimming emptied (a tiny seq_length) gets no
+    [SEP] for B."""
     budget = seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
     trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
-    ids, type_ids = combine_segments(trimmed, cls_id, sep_id)
+    if len(segments) == 2:
+        first, second = segments
+        has_second = second.row_lengths() > 0
+        # Rows without B keep A's first seq_length - 2 pieces; trimming only cuts ends, so
+        # each row's A is its first `kept` pieces.
+        kept = tf.where(
+            has_second,
+            trimmed[0].row_lengths(),
+            tf.minimum(first.row_lengths(), tf.cast(seq_length - 2, tf.int64)),
+        )
+        positions = tf.ragged.range(first.row_lengths())
+        trimmed = [tf.ragged.boolean_mask(first, positions < kept[:, None]), trimmed[1]]
+    ids, type_ids = combine_segments(trimmed, cls_id, sep_id, close_empty_last=False)
     input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
     input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
     return {
@@ -172,7 +189,10 @@ def _pack_segments(
 
 
 def combine_segments(
-    segments: list[tf.RaggedTensor], cls_id: int | tf.Tensor, sep_id: int | tf.Tensor
+    segments: list[tf.RaggedTensor],
+    cls_id: int | tf.Tensor,
+    sep_id: int | tf.Tensor,
+    close_empty_last: bool = True,
 ) -> tuple[tf.RaggedTensor, tf.RaggedTensor]:
     """[CLS] A [SEP] (B [SEP] ...) per row, and each piece's segment index, as
     `tensorflow_text.combine_segments` makes them (a test holds the two equal).
@@ -187,6 +207,8 @@ def combine_segments(
     Args:
       segments: [batch, (pieces)] integer RaggedTensors of one dtype, one per segment.
       cls_id, sep_id: the [CLS] and [SEP] ids.
+      close_empty_last: False to leave out the [SEP] of the last of two or more segments in
+        rows where it is empty (the original run_classifier's packing of a pair).
 
     Returns:
       (ids, type_ids): [batch, (1 + sum of pieces + len(segments))] RaggedTensors of the
@@ -204,7 +226,10 @@ def combine_segments(
         width = tf.shape(pieces, out_type=tf.int64)[1]
         ids += [pieces, column(sep_id)]
         type_ids += [tf.fill(tf.shape(pieces), tf.cast(index, dtype)), column(index)]
-        kept += [tf.sequence_mask(segment.row_lengths(), width), tf.ones([rows, 1], tf.bool)]
+        closed = tf.ones([rows, 1], tf.bool)
+        if not close_empty_last and index > 0 and index == len(segments) - 1:
+            closed = tf.expand_dims(segment.row_lengths() > 0, 1)
+        kept += [tf.sequence_mask(segment.row_lengths(), width), closed]
     kept = tf.concat(kept, axis=1)
     return (
         tf.ragged.boolean_mask(tf.concat(ids, axis=1), kept),

@@ -28,16 +28,17 @@ def _truncate_seq_pair(tokens_a, tokens_b, max_length):
 
 def _original_packing(tokens_a, tokens_b, max_seq_length, cls="[CLS]", sep="[SEP]"):
     """The packing of the original `convert_single_example`: (input_ids or tokens, input_mask,
-    segment_ids), padded with 0."""
+    segment_ids), padded with 0. Its tests are of truthiness (`if tokens_b:`): a B without
+    pieces packs as a single text, and one the trimming empties gets no [SEP]."""
     tokens_a = list(tokens_a)
-    if tokens_b is not None:
-        tokens_b = list(tokens_b)
+    tokens_b = None if tokens_b is None else list(tokens_b)
+    if tokens_b:
         _truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
     elif len(tokens_a) > max_seq_length - 2:
         tokens_a = tokens_a[0 : (max_seq_length - 2)]
     tokens = [cls, *tokens_a, sep]
     segment_ids = [0] * len(tokens)
-    if tokens_b is not None:
+    if tokens_b:
         tokens += [*tokens_b, sep]
         segment_ids += [1] * (len(tokens_b) + 1)
     padding = [0] * (max_seq_length - len(tokens))
@@ -102,7 +103,8 @@ def test_trimming_matches_truncate_seq_pair_for_every_length_pair(minilm_dir):
         start_a, start_b = packer.segment_starts([len(kept_a), len(kept_b)])
         assert expected_ids[start_a : start_a + len(kept_a)] == a[: len(kept_a)]
         assert expected_ids[start_b : start_b + len(kept_b)] == b[: len(kept_b)]
-        assert expected_types[start_b - 1 : start_b + 1] == [0, 1]
+        if kept_b:
+            assert expected_types[start_b - 1 : start_b + 1] == [0, 1]
 
 
 def test_ties_trim_the_second_segment_and_single_texts_keep_their_start(minilm_dir):
@@ -121,6 +123,21 @@ def test_ties_trim_the_second_segment_and_single_texts_keep_their_start(minilm_d
     assert single["input_word_ids"].dtype == np.int32
     with pytest.raises(ValueError, match=r"different numbers of examples: \[2, 1\]"):
         packer.pack_id_arrays([[[1], [2]], [[3]]])
+
+
+def test_an_empty_second_text_packs_as_the_original_packs_it(minilm_dir):
+    packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 6)
+    cls_id, sep_id = packer.tokenizer.cls_id, packer.tokenizer.sep_id
+    # B without pieces: a single text, A cut to 6 - 2 and one [SEP].
+    pair = packer(tf.constant(["one two three four five", "one"]), tf.constant(["", "\x00"]))
+    ids = packer.tokenizer.tokenize(tf.constant(["one two three four"])).merge_dims(1, -1)
+    assert pair["input_word_ids"].numpy()[0].tolist() == [cls_id, *ids[0].numpy(), sep_id]
+    assert pair["input_mask"].numpy()[1].tolist() == [1, 1, 1, 0, 0, 0]
+    assert not pair["input_type_ids"].numpy().any()
+    # A budget of no pieces (3 - 3) empties both sides: [CLS] [SEP], without B's [SEP].
+    tiny = BertInputPacker(packer.tokenizer, 3).pack_id_arrays([[[1, 2]], [[11, 12]]])
+    assert tiny["input_word_ids"].tolist() == [[cls_id, sep_id, 0]]
+    assert tiny["input_type_ids"].tolist() == [[0, 0, 0]]
 
 
 def test_too_short_max_seq_length_is_refused(minilm_dir):
