@@ -48,7 +48,8 @@ def read_delimited_rows(
 ) -> list[TsvRow]:
     """Reads a TSV/CSV file as the original `_read_tsv` (csv module, no quoting for TSV).
 
-    Empty lines are skipped. With `strict_columns`, every row must have as many columns as the
+    Empty lines are skipped and carriage returns dropped, as the original's reading did. With
+    `strict_columns`, every row must have as many columns as the
     first (the header when there is one): a row with another count raises ClassifierDataError
     naming the file, the line and both counts.
     """
@@ -61,6 +62,10 @@ def read_delimited_rows(
         text = reader.read()
     if text.startswith("\ufeff"):
         text = text[1:]
+    # The original read lines with TensorFlow's line reader, which drops every carriage return:
+    # CRLF ends a line as LF does, and a lone CR inside a field joins its two sides (the csv
+    # module would end the row there).
+    text = text.replace("\r", "")
     rows = []
     expected = None
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, quotechar=quotechar)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert.data.classification.data_processor import (
     ClassifierDataError,
@@ -87,16 +88,35 @@ class StsbProcessor(_ColumnProcessor):
 
 @register_processor("qqp")
 class QqpProcessor(_ColumnProcessor):
-    """QQP: are two questions duplicates. The public train file has a few short rows, which are
-    skipped as in Hugging Face's reader."""
+    """QQP: are two questions duplicates. Some releases of the train file have a few short rows,
+    which are skipped with a warning, as Hugging Face's reader skips them. A short test row is
+    kept, its missing questions empty: test_results.tsv has a row per test row and no ids, so
+    a skipped row would give every later prediction the id of the row after it."""
 
     labels = ["0", "1"]
     strict_columns = False
     columns = {"train": (3, 4, 5), "test": (1, 2, None)}
 
     def example_from_row(self, split, row):
-        needed = 3 if split == "test" else 6
-        if len(row.columns) < needed:
+        if split == "test":
+            missing = 3 - len(row.columns)
+            if missing > 0:
+                logging.warning(
+                    "%s, line %d: %d columns where QQP's test rows have 3; predicted with "
+                    "the missing questions empty",
+                    self.split_path(split),
+                    row.line_number,
+                    len(row.columns),
+                )
+                row = TsvRow(row.line_number, [*row.columns, *[""] * missing])
+        elif len(row.columns) < 6:
+            logging.warning(
+                "%s, line %d: %d columns where QQP's %s rows have 6; skipped",
+                self.split_path(split),
+                row.line_number,
+                len(row.columns),
+                split,
+            )
             return None
         return super().example_from_row(split, row)
 

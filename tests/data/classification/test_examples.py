@@ -111,6 +111,28 @@ def test_mnli_qqp_qnli_rte_wnli_xnli_layouts(tmp_path):
     assert [(e.text_a, e.text_b, e.label) for e in dev] == [("Prämisse.", "Hypothese.", "neutral")]
 
 
+def test_qqp_keeps_every_test_row(tmp_path):
+    # test_results.tsv has no ids: a dropped test row would misalign every later prediction.
+    (tmp_path / "test.tsv").write_text(
+        "id\tquestion1\tquestion2\n0\tWhat is it?\tWhat?\n1\tOnly one question here\n2\tA\tB\n",
+        encoding="utf-8",
+    )
+    test = get_processor("qqp", str(tmp_path)).get_examples("test")
+    assert [(e.text_a, e.text_b) for e in test] == [
+        ("What is it?", "What?"),
+        ("Only one question here", ""),
+        ("A", "B"),
+    ]
+
+
+def test_carriage_returns_are_dropped_as_the_original_reader_did(tmp_path):
+    # The original read lines with TensorFlow's GFile, which drops every CR: a lone CR inside a
+    # field joins its two sides instead of ending the row.
+    (tmp_path / "train.tsv").write_bytes(b"sentence\tlabel\r\nline one\rstill one\t1\r\nbad\t0\n")
+    train = get_processor("sst-2", str(tmp_path)).get_examples("train")
+    assert [(e.text_a, e.label) for e in train] == [("line onestill one", "1"), ("bad", "0")]
+
+
 def test_generic_task_with_named_columns_tsv_and_csv(tmp_path):
     _write(
         tmp_path / "tsv" / "train.tsv",
