@@ -317,13 +317,14 @@ def evaluate_classifier(
 def write_test_results(path: str, logits: np.ndarray, is_regression: bool) -> np.ndarray:
     """The original test_results.tsv at `path`: a line per test example, in test order, with its
     class probabilities tab-separated (the softmax of `logits`, float32 [examples, num_classes]),
-    or its score for regression (`logits` [examples, 1]).
+    or its score for regression (`logits` [examples, 1]), each as a float32 prints.
 
     Returns the rows written, float64 [examples, num_classes] (probabilities) or float32
     [examples, 1] (scores).
     """
     values = logits.reshape(-1, 1) if is_regression else softmax(logits)
-    lines = ["\t".join(str(value) for value in row) for row in values]
+    # Written as float32, as the original wrote its estimator's float32 probabilities.
+    lines = ["\t".join(str(np.float32(value)) for value in row) for row in values]
     write_text_atomically(path, "".join(line + "\n" for line in lines))
     logging.info("Wrote %d predictions to %s", len(lines), path)
     return values

@@ -82,6 +82,9 @@ def test_a_few_dozen_steps_lower_the_loss_and_write_every_output(mrpc_run):
     rows = [line.split("\t") for line in (output_dir / "test_results.tsv").read_text().splitlines()]
     assert len(rows) == 120 and all(len(row) == 2 for row in rows)
     np.testing.assert_allclose([sum(map(float, row)) for row in rows], 1.0, atol=1e-6)
+    # Each value as the original printed its float32 probabilities (0.33764967, not float64's
+    # 0.33764968067218204).
+    assert all(value == str(np.float32(value)) for row in rows for value in row)
     for name in (
         "train.tf_record",
         "eval.tf_record",
