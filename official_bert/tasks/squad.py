@@ -101,6 +101,11 @@ class SquadOptions(FinetuningOptions):
         "weights in this dtype; bfloat16 is about 1.5x faster on CPUs with AVX512_BF16 or AMX "
         "(logits within ~1e-2, so an answer may change where two candidates score that close).",
     )
+    trim_padding: bool = option(
+        False,
+        help="Cut each training batch to its longest window (faster on short contexts, but not "
+        "the original's loss: its span softmax covers the padding positions too).",
+    )
     # Not SQuAD's: a dev-set evaluation is predict_file's scoring.
     do_eval: bool = option(False, flag=False)
     eval_batch_size: int = option(8, flag=False)

@@ -281,3 +281,27 @@ def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
     with pytest.raises(ValueError, match=r"1 questions without answers beside answered ones"):
         run_squad(_options(minilm_dir, tmp_path, do_predict=True, predict_file=str(version_2)))
     assert not list(tmp_path.glob("*.tf_record"))
+
+
+@pytest.mark.parametrize("trim_padding", [None, True])
+def test_training_batches_keep_their_padding_unless_asked(minilm_dir, tmp_path, trim_padding):
+    # The original's span softmax runs over every position, the padding included, so a batch
+    # cut to its longest window trains on another loss: SQuAD keeps the padding by default.
+    import tensorflow as tf
+
+    from official_bert.tasks.squad import SquadTask
+
+    context = "The cat sat on the mat."
+    qas = [{"id": "q1", "question": "Where?", "answers": [{"text": "the mat", "answer_start": 15}]}]
+    train_file = tmp_path / "train.json"
+    train_file.write_text(
+        json.dumps({"data": [{"paragraphs": [{"context": context, "qas": qas}]}]})
+    )
+    overrides = {} if trim_padding is None else {"trim_padding": trim_padding}
+    options = _options(
+        minilm_dir, tmp_path / "out", train_file=str(train_file), do_train=True, **overrides
+    )
+    task = SquadTask(options)
+    task.prepare(tf.distribute.get_strategy())
+    batch = next(iter(task.train_dataset(None)))
+    assert batch["input_word_ids"].shape[1] == (16 if trim_padding else 64)

@@ -46,8 +46,9 @@ def squad_dataset(
     reshuffled each pass, repeated, batches full. Otherwise: in file order, once.
 
     `trim_padding` (training only makes sense: predictions are gathered over batches of one
-    length) cuts each batch to its longest window rounded up to a multiple of 8; answer
-    positions always lie inside the real tokens, so the loss is unchanged.
+    length) cuts each batch to its longest window rounded up to a multiple of 8. Answer
+    positions always lie inside the real tokens, but the loss changes: the span softmax of the
+    original's loss runs over every position, the padding included.
 
     Returns dict batches: input_word_ids, input_mask, input_type_ids (int32 [batch,
     max_seq_length]), unique_ids (int64 [batch]); a training file adds start_positions,
