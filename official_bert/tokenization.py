@@ -141,12 +141,13 @@ def guess_do_lower_case(vocab_file: str, model_checkpoint_path: str | None = Non
 
 
 def vocab_has_upper_case(vocab_file: str) -> bool:
-    """Whether a vocabulary holds a token with an upper-case letter outside its [SPECIAL]
-    tokens (which an uncased model's never does)."""
+    """Whether a vocabulary holds a token with an upper-case letter outside its [SPECIAL] and
+    <special> tokens (which an uncased model's never does: Google's Chinese vocab, uncased,
+    holds `<S>` and `<T>`)."""
     return any(
         token != token.lower()
         for token in load_vocab(vocab_file)
-        if not (token.startswith("[") and token.endswith("]"))
+        if token[:1] + token[-1:] not in ("[]", "<>")
     )
 
 

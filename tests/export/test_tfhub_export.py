@@ -138,6 +138,10 @@ def test_do_lower_case_is_guessed_from_names_then_from_the_vocab(tmp_path):
     assert guess_do_lower_case(str(cased)) is False
     assert guess_do_lower_case(str(mixed)) is False
     assert guess_do_lower_case(str(mixed), "/models/uncased_L-12_H-768_A-12/bert_model.ckpt")
+    # Google's Chinese vocab (an uncased model's) holds <S> and <T>, which are not cased words.
+    chinese = tmp_path / "chinese_vocab.txt"
+    chinese.write_text("[PAD]\n[UNK]\n<S>\n<T>\n北\n京\nhello\n", encoding="utf-8")
+    assert guess_do_lower_case(str(chinese)) is True
 
 
 def test_minilm_preprocessor_and_encoder_reproduce_the_reference(minilm_dir, tmp_path):
