@@ -194,8 +194,9 @@ def read_bert_config(path: str):
     (a TF1 module's in its variables and graph, a TF2 encoder's as an asset or in the module).
 
     The first two spell "gelu" differently (tanh form in the original, erf form in HF), so they
-    must not be confused: a file with HF-only keys (`model_type`, `architectures`,
-    `layer_norm_eps`) is read as HF.
+    must not be confused: a file named `bert_config.json` is the original's whatever keys it
+    holds (HF never writes that name, and the original ignores keys it does not know); another
+    with HF-only keys (`model_type`, `architectures`, `layer_norm_eps`) is read as HF.
     """
     import json
 
@@ -212,7 +213,10 @@ def read_bert_config(path: str):
             values = json.load(reader)
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise BertConfigError(f"{path}: not valid JSON ({error})") from None
-    if isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(values):
+    hf_keys = isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(
+        values
+    )
+    if hf_keys and os.path.basename(path) != "bert_config.json":
         return safetensors_bert.bert_config_from_hf(values, source=path)
     if keras_hub_preset.is_keras_hub_config(values):
         return keras_hub_preset.bert_config_from_keras_hub(values, source=path)

@@ -102,6 +102,11 @@ def test_hf_config_json_is_read_as_hf(tmp_path):
     assert read_bert_config(str(path)).hidden_act == "gelu_exact"
     path.write_text('{"vocab_size": 10, "hidden_act": "gelu"}')
     assert read_bert_config(str(path)).hidden_act == "gelu"
+    # A bert_config.json is the original's, whatever other keys it holds (the original ignores
+    # them): its "gelu" stays the tanh form.
+    original = tmp_path / "bert_config.json"
+    original.write_text('{"model_type": "bert", "vocab_size": 10, "hidden_act": "gelu"}')
+    assert read_bert_config(str(original)).hidden_act == "gelu"
 
 
 def test_convert_checkpoint_script(original_tiny_dir, tmp_path):
