@@ -310,6 +310,8 @@ def load_init_checkpoint(
     named = head_labels.classifier_named_head(model)
     head = named[1] if named is not None else None
     initial_head = [variable.numpy() for variable in head.weights] if head is not None else []
+    task_head = _task_head_weights(model)
+    initial_task_head = [variable.numpy() for variable in task_head]
     try:
         checkpoint_format = load_bert_weights(model, init_checkpoint)
     except CheckpointMismatchError as error:
@@ -348,15 +350,35 @@ def load_init_checkpoint(
                 _match_head_labels(
                     head, initial_head, init_checkpoint, list(labels), new_heads_allowed
                 )
+    if not new_heads_allowed and task_head and not _head_was_read(task_head, initial_task_head):
+        # The original predicts from such a head silently; its outputs mean nothing.
+        logging.warning(
+            "%s holds no weights for %s's head (a pre-trained model, or one fine-tuned for "
+            "another task): evaluating or predicting without --do_train=true runs a randomly "
+            "initialized head; fine-tune first, or pass a checkpoint fine-tuned for this task",
+            init_checkpoint,
+            type(model).__name__,
+        )
     logging.info("Initialized from %s (%s)", init_checkpoint, checkpoint_format)
 
 
+def _task_head_weights(model) -> list:
+    """The weights of `model` outside its encoder (its task head), [] for a model without an
+    `encoder` attribute."""
+    encoder = getattr(model, "encoder", None)
+    if encoder is None:
+        return []
+    encoder_weights = {id(variable) for variable in encoder.weights}
+    return [variable for variable in model.weights if id(variable) not in encoder_weights]
+
+
 def _head_was_read(head, initial_values) -> bool:
-    """Whether loading replaced the head's initialization (a checkpoint without the head leaves
-    it as it was)."""
+    """Whether loading replaced the initialization of `head` (a layer, or a list of its
+    weights); a checkpoint without the head leaves it as it was."""
+    weights = head if isinstance(head, list) else head.weights
     return any(
         not np.array_equal(variable.numpy(), initial)
-        for variable, initial in zip(head.weights, initial_values, strict=True)
+        for variable, initial in zip(weights, initial_values, strict=True)
     )
 
 

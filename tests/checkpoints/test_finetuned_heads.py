@@ -709,3 +709,33 @@ def test_a_head_of_another_hugging_face_class_is_not_taken_for_the_tasks(
     model = fresh_model()
     load_init_checkpoint(model, str(bare))
     assert not np.array_equal(model.weights[-2].numpy(), initial[-2])
+
+
+def test_predicting_from_a_checkpoint_without_the_tasks_head_is_warned_of(caplog):
+    """A question-answering model's file holds no sentence classifier: evaluating or predicting
+    from it (no training) would run a random head, which the original did silently."""
+    from types import SimpleNamespace
+
+    from official_bert.tasks.finetuning import initialize_weights
+
+    config = read_bert_config(str(HEADS / "question_answering" / "config.json"))
+    for folder, make_model, warned in (
+        ("question_answering", lambda e: BertClassifier(e, num_classes=2), True),
+        ("question_answering", BertSpanLabeler, False),
+        ("sequence_classification", lambda e: BertClassifier(e, num_classes=3), False),
+    ):
+        model = make_model(BertEncoder.from_bert_config(config))
+        model.build()
+        for do_train in (False, True):
+            caplog.clear()
+            with caplog.at_level(logging.WARNING):
+                initialize_weights(
+                    model,
+                    SimpleNamespace(
+                        init_checkpoint=str(HEADS / folder),
+                        hub_module_handle=None,
+                        do_train=do_train,
+                    ),
+                )
+            message = "runs a randomly initialized head"
+            assert (message in caplog.text) == (warned and not do_train), (folder, do_train)
