@@ -87,6 +87,7 @@ _HF_TO_OURS_ACTIVATION = {
     "tanh": "tanh",
     "silu": "swish",
     "swish": "swish",
+    "linear": "linear",
 }
 _OURS_TO_HF_ACTIVATION = {
     "gelu": "gelu_new",
@@ -94,6 +95,7 @@ _OURS_TO_HF_ACTIVATION = {
     "relu": "relu",
     "tanh": "tanh",
     "swish": "silu",
+    "linear": "linear",
 }
 _SHARED_FIELDS = (
     "vocab_size",

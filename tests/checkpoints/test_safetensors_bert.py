@@ -41,6 +41,16 @@ def test_hf_config_maps_gelu_to_the_exact_form(minilm):
         bert_config_from_hf({"vocab_size": 5, "position_embedding_type": "relative_key"})
 
 
+def test_every_activation_of_a_bert_config_round_trips_through_hf_config():
+    # "linear" (an activation the original's modeling.py has) made convert_checkpoint.py's
+    # safetensors output fail with a KeyError half-way.
+    from official_bert.activations import _ACTIVATIONS
+
+    for activation in _ACTIVATIONS:
+        hf = hf_config_from_bert_config(BertConfig(vocab_size=5, hidden_act=activation))
+        assert bert_config_from_hf(hf).hidden_act == activation
+
+
 def test_minilm_matches_the_reference_implementation(minilm):
     # Reference: tests/fixtures/minilm_l6_hf, HF transformers BertModel on the same weights.
     _, encoder = minilm
