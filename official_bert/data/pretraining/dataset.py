@@ -152,34 +152,37 @@ def pretraining_dataset(
       FileNotFoundError: a pattern matches no file.
       RecordFileError: a matched file is a side file (temporary, summary), empty or not
         TFRecords; or the files mix GZIP and plain records.
-      ValueError: the files' sequence or prediction lengths differ from the flags (naming both;
+      ValueError: a file's sequence or prediction length (read from its first record) differs
+        from the flag's (naming the file and both;
         the original failed with "Can't parse serialized Example", google-research/bert#752).
     """
     files = expand_input_patterns(input_patterns)
     check_record_files(files)
-    info = inspect_pretraining_file(files[0])
-    mixed = [path for path in files if compression_of(path) != info["compression_type"]]
+    # Every file's first record: a file of other lengths further down the list would otherwise
+    # fail mid-run in tf.data's parser, naming neither the file nor the flag.
+    infos = {path: inspect_pretraining_file(path) for path in files}
+    info = infos[files[0]]
+    mixed = [path for path in files if infos[path]["compression_type"] != info["compression_type"]]
     if mixed:
         raise RecordFileError(
             f"{files[0]} is {info['compression_type'] or 'uncompressed'} but {mixed[0]} is not: "
             "all files of --input_file must be written with the same --gzip_compress"
         )
     kind = _masking_kind(info)
-    for path in files[1:]:
-        other = inspect_pretraining_file(path)
+    for path, other in infos.items():
+        for name, flag in (
+            ("max_seq_length", max_seq_length),
+            ("max_predictions_per_seq", max_predictions_per_seq),
+        ):
+            if other[name] != flag:
+                raise ValueError(
+                    f"{path} holds examples with {name} = {other[name]}, but --{name}={flag}; "
+                    f"pass --{name}={other[name]} or regenerate the data with --{name}={flag}"
+                )
         if _masking_kind(other) != kind:
             raise RecordFileError(
                 f"{files[0]} holds {kind} but {path} holds {_masking_kind(other)}: all files of "
                 "--input_file must be written with the same --masking (and masking flags)"
-            )
-    for name, flag in (
-        ("max_seq_length", max_seq_length),
-        ("max_predictions_per_seq", max_predictions_per_seq),
-    ):
-        if info[name] != flag:
-            raise ValueError(
-                f"{files[0]} holds examples with {name} = {info[name]}, but --{name}={flag}; "
-                f"pass --{name}={info[name]} or regenerate the data with --{name}={flag}"
             )
     dynamic = info["masking"] == "dynamic"
     if dynamic:

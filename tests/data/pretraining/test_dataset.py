@@ -93,6 +93,33 @@ def test_length_mismatch_names_both(files):
         pretraining_dataset(str(original) + "-nothing*", 4, 128, 20)
 
 
+def test_every_file_of_the_list_has_its_lengths_checked(files, minilm_dir, tmp_path):
+    # A later file of other lengths used to pass the check (made on the first file only) and
+    # fail mid-run with tf.data's "Key: masked_lm_weights ... Values size: 10 but output shape:
+    # [20]"; now it is the one-line error of the first file's, naming the later file.
+    original, _ = files
+    shorter = tmp_path / "shorter.tfrecord"
+    write_pretraining_examples(
+        [str(CORPUS)],
+        [str(shorter)],
+        PretrainingDataSettings(
+            vocab_file=str(minilm_dir / "vocab.txt"),
+            dupe_factor=1,
+            max_seq_length=64,
+            max_predictions_per_seq=10,
+        ),
+        num_workers=1,
+    )
+    with pytest.raises(ValueError) as raised:
+        pretraining_dataset(f"{original},{shorter}", 4, 128, 20, is_training=False)
+    assert str(raised.value) == (
+        f"{shorter} holds examples with max_seq_length = 64, but --max_seq_length=128; pass "
+        "--max_seq_length=64 or regenerate the data with --max_seq_length=128"
+    )
+    with pytest.raises(ValueError, match=rf"^{original} holds examples with max_seq_length = 128,"):
+        pretraining_dataset(f"{shorter},{original}", 4, 64, 10, is_training=False)
+
+
 def test_restore_masked_tokens_by_hand():
     batch = {
         "input_word_ids": tf.constant([[101, 103, 7, 103, 102, 0], [101, 9, 55, 102, 0, 0]]),
