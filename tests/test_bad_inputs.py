@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from absl import flags
+from absl import logging as absl_logging
 
 from official_bert.atomic_output import atomic_output
 from official_bert.checkpoints import load_bert_weights
@@ -129,14 +130,54 @@ def test_a_killed_writers_temporary_is_neither_matched_nor_read(records, tmp_pat
         _read_all(f"{output}*")
 
 
-def test_an_empty_or_foreign_file_among_the_shards_is_named_before_training(records, tmp_path):
+def test_a_foreign_file_among_the_shards_is_named_before_training(records, tmp_path):
     _copy_records(records, tmp_path, "data-00000")
-    (tmp_path / "data-00001").write_bytes(b"")
-    with pytest.raises(RecordFileError, match=r"data-00001 is empty"):
-        _read_all(tmp_path / "data-*")
     (tmp_path / "data-00001").write_text('{"not": "records"}\n')
     with pytest.raises(RecordFileError, match=r"data-00001 is not a TFRecord file"):
         _read_all(tmp_path / "data-*")
+
+
+def test_shards_without_records_are_skipped_with_one_warning(original_tiny_dir, tmp_path, caplog):
+    """create_pretraining_data (ours and the original's) with more outputs than instances
+    leaves the extra ones empty; the original trainer reads them as nothing, ours refused the
+    glob ("shard-00002 is empty (0 bytes) ... remove it"). A GZIP shard of no records is 20
+    bytes."""
+    corpus = tmp_path / "two_documents.txt"
+    corpus.write_text("The cat sat on the mat.\nIt was happy.\n\nDogs bark loudly at night.\n")
+    shards = [tmp_path / "data" / f"shard-0000{i}" for i in range(4)]
+    shards[0].parent.mkdir()
+    write_pretraining_examples(
+        [str(corpus)],
+        [str(path) for path in shards],
+        PretrainingDataSettings(
+            vocab_file=str(original_tiny_dir / "vocab.txt"),
+            max_seq_length=SEQ,
+            max_predictions_per_seq=PREDICTIONS,
+            dupe_factor=1,
+        ),
+        num_workers=1,
+    )
+    empty = [path for path in shards if path.stat().st_size == 0]
+    assert len(empty) == 2
+    with tf.io.TFRecordWriter(str(tmp_path / "data" / "shard-gzip"), "GZIP"):
+        pass
+    caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
+    pattern = tmp_path / "data" / "shard-*"
+    assert _read_all(pattern) == 2
+    assert _read_all(pattern) == 2  # the run's second read (evaluation) warns no more
+    warnings = [r.getMessage() for r in caplog.records if "hold no records" in r.getMessage()]
+    skipped = ", ".join(str(path) for path in [*empty, tmp_path / "data" / "shard-gzip"])
+    assert warnings == [
+        f"--input_file: skipping 3 file(s) that hold no records (a writer's "
+        f"shard that got none, as when create_pretraining_data has fewer instances than output "
+        f"files): {skipped}"
+    ]
+    with pytest.raises(RecordFileError, match=r"every matched file holds no records \("):
+        _read_all(",".join(str(path) for path in empty))
+    # A single cached record file (run_classifier's, run_squad's) written empty is still an
+    # error: its writer failed, and nothing else would be read.
+    with pytest.raises(RecordFileError, match=r"shard-0000\d is empty \(0 bytes\)"):
+        batched_records(str(empty[0]), lambda batch: batch, 2, is_training=False)
 
 
 # === 3: a cut-short or damaged record names its file and offset ===

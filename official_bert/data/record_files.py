@@ -3,7 +3,8 @@
 TensorFlow's record reader says only "corrupted record at 12345" or "truncated record at
 12345": with hundreds of shards a user cannot act on that. So every reader checks each file it
 is given before training starts (check_record_files: a side file such as a killed writer's
-temporary or a summary, a directory, an empty file, a file that is not TFRecords, each named),
+temporary or a summary, a directory, an empty file, a file that is not TFRecords, each named;
+readers of many shards first drop those that hold no records, skip_files_without_records),
 and remembers the files it checked; when a record error comes later (a record cut short or
 corrupted past the first one), records_named_on_error finds which of those files holds it.
 """
@@ -22,6 +23,9 @@ from official_bert.side_file_names import side_file_kind
 _GZIP_MAGIC = b"\x1f\x8b"
 # Files checked by this process's readers, newest last: where records_named_on_error looks.
 _checked_files: list[str] = []
+# Files without records skip_files_without_records has warned about: a run reads its data for
+# each of its checks, training and evaluation, and says so once.
+_skipped_files: set[str] = set()
 
 
 class RecordFileError(ValueError):
@@ -75,6 +79,53 @@ def check_record_files(files: list[str]) -> None:
         if path in _checked_files:
             _checked_files.remove(path)
         _checked_files.append(path)
+
+
+def _holds_no_records(path: str) -> bool:
+    """Whether `path` is a record file that holds no records: 0 bytes, or a GZIP stream of none
+    (20 bytes). Side files and directories are not: first_record names them."""
+    if side_file_kind(path) is not None or tf.io.gfile.isdir(path):
+        return False
+    if tf.io.gfile.stat(path).length == 0:
+        return True
+    compression = compression_of(path)
+    if not compression:
+        return False
+    try:
+        return not list(tf.data.TFRecordDataset(path, compression_type=compression).take(1))
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError):
+        return False  # not TFRecords: first_record names it
+
+
+def skip_files_without_records(files: list[str], flag: str = "--input_file") -> list[str]:
+    """`files` less those that hold no records, with one warning naming them (once per process).
+
+    A writer leaves such a file for a shard that got no records: create_pretraining_data.py
+    (ours and the original's) given more --output_file than it has instances. The original
+    trainer reads them as nothing, so a glob of a writer's complete output is accepted here too.
+
+    Raises:
+      RecordFileError: every file holds no records (there is nothing to read).
+    """
+    empty = [path for path in files if _holds_no_records(path)]
+    if not empty:
+        return files
+    if len(empty) == len(files):
+        raise RecordFileError(
+            f"{flag}: every matched file holds no records ({', '.join(empty)}); write the data "
+            "again (with fewer output files than instances)"
+        )
+    new = [path for path in empty if path not in _skipped_files]
+    if new:
+        logging.warning(
+            "%s: skipping %d file(s) that hold no records (a writer's shard that got none, as "
+            "when create_pretraining_data has fewer instances than output files): %s",
+            flag,
+            len(new),
+            ", ".join(new),
+        )
+        _skipped_files.update(new)
+    return [path for path in files if path not in empty]
 
 
 def _record_error(path: str, compression: str) -> tf.errors.DataLossError | None:

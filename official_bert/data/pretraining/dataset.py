@@ -21,6 +21,7 @@ from official_bert.data.record_files import (
     check_record_files,
     compression_of,
     first_record,
+    skip_files_without_records,
 )
 from official_bert.data.text_corpus import expand_input_patterns
 
@@ -146,17 +147,18 @@ def pretraining_dataset(
     vocab_size: the model's; batches whose input or masked-LM ids are not below it fail,
       naming the file (check_token_ids).
 
-    Every matched file is checked before anything is read (record_files.check_record_files).
+    Every matched file is checked before anything is read (record_files.check_record_files);
+    files that hold no records (a writer's shard that got none) are skipped with a warning.
 
     Raises:
       FileNotFoundError: a pattern matches no file.
-      RecordFileError: a matched file is a side file (temporary, summary), empty or not
-        TFRecords; or the files mix GZIP and plain records.
+      RecordFileError: a matched file is a side file (temporary, summary) or not TFRecords;
+        every file holds no records; or the files mix GZIP and plain records.
       ValueError: a file's sequence or prediction length (read from its first record) differs
         from the flag's (naming the file and both;
         the original failed with "Can't parse serialized Example", google-research/bert#752).
     """
-    files = expand_input_patterns(input_patterns)
+    files = skip_files_without_records(expand_input_patterns(input_patterns))
     check_record_files(files)
     # Every file's first record: a file of other lengths further down the list would otherwise
     # fail mid-run in tf.data's parser, naming neither the file nor the flag.
