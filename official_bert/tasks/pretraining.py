@@ -60,7 +60,11 @@ class PretrainingOptions(TrainingOptions):
     eval_batch_size: int = option(8, help="Evaluation batch size.")
     num_train_steps: int = option(100000, help="Training steps.")
     num_warmup_steps: int = option(10000, help="Warm-up steps.")
-    max_eval_steps: int = option(100, help="Maximum evaluation batches.")
+    max_eval_steps: int = option(
+        100,
+        help="Evaluation batches of --eval_batch_size, exactly: the records are read over and "
+        "over (or cut) to fill them, as in the original.",
+    )
     # === TF2 flags ===
     use_next_sentence_label: bool | None = option(
         None,
@@ -135,6 +139,10 @@ def validate_pretraining_options(options: PretrainingOptions) -> None:
     """Checks what to do and the model settings, each error naming its flag."""
     if not options.do_train and not options.do_eval:
         raise ValueError("At least one of --do_train or --do_eval must be True.")
+    if options.do_eval and options.max_eval_steps < 1:
+        raise ValueError(
+            f"--max_eval_steps must be at least 1 with --do_eval, got {options.max_eval_steps}"
+        )
     if options.objective not in ("mlm", "ltr"):
         raise ValueError(f"objective must be 'mlm' or 'ltr', got {options.objective!r}")
     if options.objective == "ltr" and options.use_next_sentence_label:
@@ -221,7 +229,7 @@ class PretrainingTask(Task):
         if self.options.init_checkpoint:
             load_bert_weights(model, self.options.init_checkpoint)
 
-    def _dataset(self, batch_size: int, is_training: bool, input_context):
+    def _dataset(self, batch_size: int, is_training: bool, input_context, repeat=False):
         options = self.options
         return pretraining_dataset(
             options.input_file,
@@ -233,6 +241,7 @@ class PretrainingTask(Task):
             seed=options.seed,
             restore_original_tokens=self.left_to_right,
             vocab_size=options.bert_config.vocab_size,
+            repeat=repeat,
         )
 
     def train_dataset(self, input_context):
@@ -265,8 +274,12 @@ class PretrainingTask(Task):
         metrics = PretrainingMetrics(
             next_sentence=options.use_next_sentence_label, objective=options.objective
         )
+        # Exactly max_eval_steps full batches, the records read over and over (or cut), as the
+        # original's eval input_fn: the same figures as its on any eval set.
         results = runner.evaluate(
-            lambda input_context: self._dataset(options.eval_batch_size, False, input_context),
+            lambda input_context: self._dataset(
+                options.eval_batch_size, False, input_context, repeat=True
+            ),
             metrics,
             options.max_eval_steps,
         )

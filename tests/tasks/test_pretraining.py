@@ -450,6 +450,42 @@ def test_mlm_only_has_no_next_sentence_head_nor_loss(short_single_segment_record
     )
 
 
+def test_evaluation_runs_max_eval_steps_full_batches_as_the_original(
+    short_sample_records, tmp_path
+):
+    """The original's eval input_fn repeats the records in full batches (run_pretraining.py:
+    "Since we evaluate for a fixed number of steps we don't want to encounter out-of-range
+    exceptions"), so --max_eval_steps batches of --eval_batch_size are evaluated whatever the
+    set's size: 6 records at 2 x 4 are the 6 and the first 2 again, the figures of a file of
+    those 8. Ours evaluated the 6 once (its figures differed from the original's)."""
+    first_file = short_sample_records.split(",")[0]
+    records = [record.numpy() for record in tf.data.TFRecordDataset(first_file).take(6)]
+    results = {}
+    for name, rows in (("six", records), ("six_and_two_again", records + records[:2])):
+        path = tmp_path / f"{name}.tfrecord"
+        with tf.io.TFRecordWriter(str(path)) as writer:
+            for row in rows:
+                writer.write(row)
+        results[name] = run_pretraining(
+            _options(
+                str(path),
+                tmp_path / name,
+                bert_config=BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64}),
+                do_train=False,
+                max_seq_length=32,
+                max_predictions_per_seq=5,
+                eval_batch_size=4,
+                max_eval_steps=2,
+            )
+        )["eval"]
+        assert _eval_results(tmp_path / name)["global_step"] == 0
+    assert results["six"].keys() == results["six_and_two_again"].keys()
+    for key, value in results["six"].items():
+        np.testing.assert_allclose(value, results["six_and_two_again"][key], rtol=1e-6, err_msg=key)
+    with pytest.raises(ValueError, match="--max_eval_steps must be at least 1 with --do_eval"):
+        run_pretraining(_options(first_file, tmp_path / "none", do_train=False, max_eval_steps=0))
+
+
 @pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
 def test_the_last_layer_runs_at_the_predictions_with_the_fast_kernels(fast, tmp_path):
     """PretrainingTask's model: with the speed paths on, BertPretrainer's last layer runs at

@@ -128,11 +128,15 @@ def pretraining_dataset(
     shuffle_buffer_size: int = 100,
     restore_original_tokens: bool = False,
     vocab_size: int | None = None,
+    repeat: bool = False,
 ) -> tf.data.Dataset:
     """Batches of pre-training examples, as the original input_fn_builder reads them.
 
     Training: files shuffled and read in parallel (cycle length up to 4 per host, as the
-    original), repeated, records shuffled; evaluation: files in order, once.
+    original), repeated, records shuffled, full batches; evaluation: files in order, once, the
+    last batch short. repeat (evaluation): the files in order over and over, full batches (a
+    batch may run on into the next pass): the original's eval input_fn, which evaluates a fixed
+    --max_eval_steps batches ("we don't want to encounter out-of-range exceptions").
 
     Records without masks (create_pretraining_data.py --masking=dynamic, detected) are masked
     here, per batch, with the recipe they carry (dynamic_masking.mask_batch): each record's
@@ -263,6 +267,8 @@ def pretraining_dataset(
         )
     if is_training:
         dataset = dataset.shuffle(len(files), seed=seed).repeat()
+    elif repeat:
+        dataset = dataset.repeat()
     # The k-th file read belongs to pass (epoch) k // files_per_pass.
     dataset = dataset.enumerate().map(
         lambda k, item: (item[0], item[1], k // max(files_per_pass, 1))
@@ -280,5 +286,5 @@ def pretraining_dataset(
     per_replica = (
         input_context.get_per_replica_batch_size(batch_size) if input_context else batch_size
     )
-    dataset = dataset.batch(per_replica, drop_remainder=is_training)
+    dataset = dataset.batch(per_replica, drop_remainder=is_training or repeat)
     return dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

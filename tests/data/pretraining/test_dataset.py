@@ -93,6 +93,25 @@ def test_length_mismatch_names_both(files):
         pretraining_dataset(str(original) + "-nothing*", 4, 128, 20)
 
 
+def test_repeated_evaluation_runs_on_in_full_batches(files):
+    """repeat=True: the original's eval input_fn (TFRecordDataset(files).repeat(), batches with
+    drop_remainder=True): the records in order, the batches running on into the next pass."""
+    original, _ = files
+    ids = [
+        example["input_word_ids"]
+        for example in pretraining_dataset(str(original), 1, 128, 20, is_training=False).unbatch()
+    ]
+    batch_size = 7 if len(ids) % 7 else 9
+    assert len(ids) % batch_size
+    dataset = pretraining_dataset(
+        str(original), batch_size, 128, 20, is_training=False, repeat=True
+    )
+    batches = list(dataset.take(len(ids) // batch_size + 3))
+    assert all(batch["input_word_ids"].shape == (batch_size, 128) for batch in batches)
+    read = np.concatenate([batch["input_word_ids"] for batch in batches])
+    np.testing.assert_array_equal(read, np.stack((ids * 2)[: len(read)]))
+
+
 def test_every_file_of_the_list_has_its_lengths_checked(files, minilm_dir, tmp_path):
     # A later file of other lengths used to pass the check (made on the first file only) and
     # fail mid-run with tf.data's "Key: masked_lm_weights ... Values size: 10 but output shape:
