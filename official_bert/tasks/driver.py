@@ -78,7 +78,10 @@ def _run(task: Task) -> dict:
     task.prepare(start_run(task.options, task.tpu_paths()))
     runner = create_runner(task)
     output_dir = task.options.output_dir
-    if runner.restore_or_initialize(task.initialize):
+    resumed = runner.restore_or_initialize(task.initialize)
+    # Only a run that trains on: evaluating or predicting with the trained model on other data
+    # is meant (the original's MNLI-MM eval on MNLI's output_dir).
+    if resumed and task.do_train:
         warn_if_resumed_on_other_data(output_dir, runner.last_finite_checkpoint, task.options)
     results: dict = {"history": []}
     if task.do_train:

@@ -6,8 +6,11 @@ rerun continues an interrupted training, and an evaluation-only run evaluates th
 A rerun with another task of the same shape (MRPC's folder with --task_name=CoLA) would resume
 the MRPC model too, silently; one of another shape is refused by the checkpoint's shapes. The
 task and data of the run that trained are kept in `output_dir/.trained_on.json`, and a run that
-resumes on other ones logs a warning (not an error: continuing from one task's model on
-another, or evaluating it on other data, is a choice a user may make on purpose).
+goes on training them on other ones logs a warning (not an error: continuing from one task's
+model on another, e.g. pre-training's phase of longer sequences, is a choice a user may make on
+purpose). A run that does not train is not warned: evaluating or predicting with the trained
+model on other data is the original's workflow (run_classifier --task_name=MNLI-MM --do_eval on
+MNLI's output_dir).
 """
 
 from __future__ import annotations
@@ -19,16 +22,32 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.config import write_text_atomically
+from official_bert.data.text_corpus import expand_input_patterns
 from official_bert.file_system import absolute_path
 
 RECORD_NAME = ".trained_on.json"
 # The options that say what a run trains on, in the scripts' flag names.
 _FIELDS = ("task_name", "task_names", "data_dir", "data_dirs", "train_file", "input_file")
+# Those that name files (comma-separated globs): compared by the files they match, recorded
+# under "<name> matches".
+_FILE_FIELDS = ("train_file", "input_file")
+_MATCHES = " matches"
+
+
+def _matched_files(patterns: list[str]) -> list[str] | None:
+    """The files the (absolute) `patterns` match, sorted, so that `r*.tfr` and `r2.tfr,r1.tfr`
+    are the same data; None where one matches nothing (the reader has named it by then, and the
+    patterns' words are compared instead)."""
+    try:
+        return sorted(expand_input_patterns(",".join(patterns)))
+    except (FileNotFoundError, ValueError):
+        return None
 
 
 def trained_on(options) -> dict:
     """{flag: value} of the options that say what the run trains on (those it has): task names
-    in lower case, local paths absolute, so that the same data named otherwise is the same."""
+    in lower case, local paths absolute, so that the same data named otherwise is the same; for
+    the file options also {"<flag> matches": [the matched files, sorted]}."""
     recorded = {}
     for name in _FIELDS:
         value = getattr(options, name, None)
@@ -40,7 +59,25 @@ def trained_on(options) -> dict:
         else:
             values = [absolute_path(str(v).strip()).rstrip("/") for v in values]
         recorded[name] = ",".join(values)
+        matches = _matched_files(values) if name in _FILE_FIELDS else None
+        if matches is not None:
+            recorded[name + _MATCHES] = matches
     return recorded
+
+
+def _differs(name: str, recorded: dict, now: dict) -> bool:
+    # Records written before the matches were kept have the flag's words only.
+    if name + _MATCHES in recorded and name + _MATCHES in now:
+        return recorded[name + _MATCHES] != now[name + _MATCHES]
+    return recorded.get(name) != now.get(name)
+
+
+def _described(name: str, record: dict) -> str:
+    text = f"--{name}={record.get(name)}"
+    matches = record.get(name + _MATCHES)
+    if matches is None:
+        return text
+    return f"{text} ({len(matches)} file{'' if len(matches) == 1 else 's'})"
 
 
 def record_training(output_dir: str, options) -> None:
@@ -51,7 +88,8 @@ def record_training(output_dir: str, options) -> None:
 
 def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, options) -> bool:
     """Logs a warning (and returns True) where output_dir's record says its checkpoints were
-    trained on another task or data than `options` name."""
+    trained on another task or data than `options` name: for a run that trains on from them
+    (the driver does not call it for others)."""
     path = os.path.join(output_dir, RECORD_NAME)
     if not tf.io.gfile.exists(path):
         return False
@@ -61,9 +99,8 @@ def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, optio
     except (json.JSONDecodeError, tf.errors.OpError):
         return False
     now = trained_on(options)
-    differing = sorted(
-        name for name in set(recorded) | set(now) if recorded.get(name) != now.get(name)
-    )
+    names = {name for name in (*recorded, *now) if not name.endswith(_MATCHES)}
+    differing = sorted(name for name in names if _differs(name, recorded, now))
     if not differing:
         return False
     logging.warning(
@@ -71,7 +108,7 @@ def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, optio
         "new data, e.g. pre-training's longer sequences; else use another --output_dir, and the "
         "run starts from --init_checkpoint)",
         checkpoint,
-        ", ".join(f"--{name}={recorded.get(name)}" for name in differing),
-        ", ".join(f"--{name}={now.get(name)}" for name in differing),
+        ", ".join(_described(name, recorded) for name in differing),
+        ", ".join(_described(name, now) for name in differing),
     )
     return True

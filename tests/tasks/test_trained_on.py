@@ -1,12 +1,18 @@
 """A run that resumes an output_dir's checkpoints on another task or data says so."""
 
 import json
+from types import SimpleNamespace
 
 from absl import logging as absl_logging
 
 from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
-from official_bert.tasks.trained_on import RECORD_NAME, trained_on
+from official_bert.tasks.trained_on import (
+    RECORD_NAME,
+    record_training,
+    trained_on,
+    warn_if_resumed_on_other_data,
+)
 from tests.conftest import ORIGINAL_TINY
 from tests.tiny_data import write_tiny_task
 
@@ -43,8 +49,46 @@ def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_i
     # The same data under another spelling (relative path, trailing slash, upper case task).
     same = _options(f"{first}/", output_dir, task_name="GENERIC", do_train=False, do_eval=True)
     assert trained_on(same) == trained_on(_options(first, output_dir))
-    run_classifier(same)
+    # A run that does not train is not warned, even on other data: evaluating the trained model
+    # elsewhere is the original's workflow (--task_name=MNLI-MM --do_eval on MNLI's output_dir),
+    # where "use another --output_dir" would evaluate --init_checkpoint instead.
+    run_classifier(_options(second, output_dir, do_train=False, do_eval=True))
     assert "Resuming" not in caplog.text
     run_classifier(_options(second, output_dir, num_train_epochs=1.0))
     assert f"trained on --data_dir={first}; this run names --data_dir={second}" in caplog.text
     assert json.loads((output_dir / RECORD_NAME).read_text())["data_dir"] == str(second)
+
+
+def test_input_files_are_compared_by_the_files_they_match(tmp_path, caplog):
+    """run_pretraining's --input_file (comma-separated globs): `r*.tfr` then `r2.tfr,r1.tfr`
+    name the same files (the warning fired on the words); a glob that now matches another file
+    is other data, and the warning counts the files."""
+    for name in ("r1.tfr", "r2.tfr"):
+        (tmp_path / name).write_bytes(b"records")
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    glob = f"{tmp_path}/r*.tfr"
+    record_training(str(output_dir), SimpleNamespace(input_file=glob))
+    assert json.loads((output_dir / RECORD_NAME).read_text()) == {
+        "input_file": glob,
+        "input_file matches": [str(tmp_path / "r1.tfr"), str(tmp_path / "r2.tfr")],
+    }
+    caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
+
+    def warns(input_file):
+        options = SimpleNamespace(input_file=input_file)
+        return warn_if_resumed_on_other_data(str(output_dir), "ckpt-3", options)
+
+    assert not warns(f"{tmp_path}/r2.tfr,{tmp_path}/r1.tfr")
+    assert not warns(glob)
+    assert warns(f"{tmp_path}/r1.tfr")
+    (tmp_path / "r3.tfr").write_bytes(b"records")
+    assert warns(glob)
+    assert (
+        f"Resuming ckpt-3, trained on --input_file={glob} (2 files); this run names "
+        f"--input_file={glob} (3 files)"
+    ) in caplog.text
+    # A record of an earlier version (the flag's words only) is compared by the words.
+    (output_dir / RECORD_NAME).write_text(json.dumps({"input_file": glob}))
+    assert not warns(glob)
+    assert warns(f"{tmp_path}/r1.tfr,{tmp_path}/r2.tfr")
