@@ -50,6 +50,18 @@ def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
     return factor + (norm - norm)
 
 
+def steps_in_next_loop(
+    step: int, num_train_steps: int, steps_per_loop: int, save_checkpoints_steps: int
+) -> int:
+    """The number of steps the loop starting after `step` runs: steps_per_loop, cut short so
+    that it ends at the next multiple of save_checkpoints_steps (where the runner saves) and
+    at num_train_steps. save_checkpoints_steps < 1 sets no multiples."""
+    steps = min(steps_per_loop, num_train_steps - step)
+    if save_checkpoints_steps >= 1:
+        steps = min(steps, save_checkpoints_steps - step % save_checkpoints_steps)
+    return steps
+
+
 def _uses_float16(model: keras.Model) -> bool:
     """Whether any layer computes in float16 (then the loss needs scaling)."""
     return any(layer.dtype_policy.compute_dtype == "float16" for layer in model._flatten_layers())
@@ -91,10 +103,14 @@ class Runner:
     num_train_steps: optimizer updates to train (a task computes it, e.g. from epochs).
 
     Checkpoints (model, optimizer and its step, dropout random states, the number of training
-    batches read) go to output_dir every save_checkpoints_steps; a new Runner on the same
-    output_dir resumes from the latest one, skipping the batches already read. SIGTERM/SIGINT
-    end training after the current loop with a checkpoint. TensorBoard summaries go to
-    output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
+    batches read) go to output_dir at every multiple of save_checkpoints_steps and at the end
+    (save_checkpoints_steps < 1: at the end only), keep_checkpoint_max of them (0: all); a loop
+    of steps_per_loop ends early at each multiple (steps_in_next_loop), as the original saved
+    on CPU/GPU whatever iterations_per_loop was (on a TPU it saved at loop ends only; here a
+    TPU too ends a loop at each checkpoint, a host round trip beside the checkpoint's own). A
+    new Runner on the same output_dir resumes from the latest one, skipping the batches already
+    read. SIGTERM/SIGINT end training after the current loop with a checkpoint. TensorBoard
+    summaries (one point per loop) go to output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
     raise FloatingPointError before anything of that loop is saved: no checkpoint holds
     non-finite values, and a resumed run passes over any (of an older version) that does. A
     record error while reading names the file (data.record_files.records_named_on_error). Under
@@ -152,7 +168,8 @@ class Runner:
         self.manager = tf.train.CheckpointManager(
             self.checkpoint,
             settings.output_dir,
-            max_to_keep=settings.keep_checkpoint_max,
+            # 0 keeps all, as the original's RunConfig (CheckpointManager wants None for it).
+            max_to_keep=settings.keep_checkpoint_max or None,
             step_counter=self.optimizer.iterations,
         )
         self._write_manager = self.manager
@@ -276,16 +293,20 @@ class Runner:
                 f"{len(self._checked_variables)} variables (first: {bad[0]}); not saved. The "
                 f"last good checkpoint: {self._last_good()}; lower --learning_rate"
             )
-        # At the end of the first loop past each multiple of save_checkpoints_steps (20, 40, ...
-        # with loops of 10 steps), as the original's saver; CheckpointManager's own interval
-        # counts from its first save, the first loop's (10, 30, 50, ...).
-        interval = max(self.settings.save_checkpoints_steps, 1)
-        if not force and self.step // interval <= self._last_saved_step // interval:
+        # At each multiple of save_checkpoints_steps, where loops end (steps_in_next_loop), as
+        # the original's saver; CheckpointManager's own interval would count from its first save.
+        interval = self.settings.save_checkpoints_steps
+        if force:
+            # At the end of training, unless that step's checkpoint was just written.
+            if self._saved_in_this_run and self._last_saved_step == self.step:
+                return
+        elif interval < 1 or self.step // interval <= self._last_saved_step // interval:
             return
         saved = self._write_manager.save(
             checkpoint_number=self.optimizer.iterations, check_interval=False
         )
         self._last_saved_step = self.step
+        self._saved_in_this_run = True
         if saved and self.is_chief:
             self.last_finite_checkpoint = saved
         if saved and not self.is_chief:
@@ -444,6 +465,7 @@ class Runner:
         )
         self._stop_requested = 0
         self._last_saved_step = self.step
+        self._saved_in_this_run = False
         # Signals reach the main thread only; a Runner trained in another thread (a notebook's
         # background job) keeps the process's handlers.
         handles_signals = threading.current_thread() is threading.main_thread()
@@ -456,7 +478,13 @@ class Runner:
         last_log_step, last_log_time = start_step, start_time
         try:
             while self.step < self.num_train_steps and not self._stop_requested:
-                steps = min(settings.steps_per_loop, self.num_train_steps - self.step)
+                steps = steps_in_next_loop(
+                    self.step,
+                    self.num_train_steps,
+                    settings.steps_per_loop,
+                    settings.save_checkpoints_steps,
+                )
+                # A tensor: loops of another length run the same traced function.
                 with records_named_on_error():
                     loss = float(train_loop(iterator, tf.constant(steps)))
                 if not tf.math.is_finite(loss):

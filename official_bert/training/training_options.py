@@ -52,8 +52,14 @@ class TrainingOptions:
         "Face) or a TF Hub handle.",
     )
     learning_rate: float = option(5e-5, help="Peak learning rate (Adam).")
-    save_checkpoints_steps: int = option(1000, help="Steps between checkpoints.")
-    iterations_per_loop: int = option(1000, help="Steps per tf.function call (= steps_per_loop).")
+    save_checkpoints_steps: int = option(
+        1000,
+        help="Steps between checkpoints, a loop ending early at each (0: only the last, as the "
+        "original's RunConfig).",
+    )
+    iterations_per_loop: int = option(
+        1000, help="Steps per tf.function call at most (= steps_per_loop)."
+    )
     use_tpu: bool = option(False, help="Use a TPU (same as --distribution_strategy=tpu).")
     tpu_name: str | None = option(None, help="TPU name or grpc:// address (same as --tpu).")
     tpu_zone: str | None = option(
@@ -77,7 +83,7 @@ class TrainingOptions:
     )
     tpu: str | None = option(None, help="TPU name, grpc://host:port or local.")
     steps_per_loop: int | None = option(
-        None, help="Steps per tf.function call (default: iterations_per_loop)."
+        None, help="Steps per tf.function call at most (default: iterations_per_loop)."
     )
     dtype: str = option("float32", choices=DTYPES, help="Precision.")
     optimizer_type: str = option(
@@ -94,7 +100,7 @@ class TrainingOptions:
         "step 0, which peaks at learning_rate * (1 - warmup / steps).",
     )
     weight_decay_rate: float = option(0.01, help="Weight decay (not on LayerNorm and biases).")
-    keep_checkpoint_max: int = option(5, help="Checkpoints kept.")
+    keep_checkpoint_max: int = option(5, help="Checkpoints kept (0: all).")
     log_steps: int = option(100, help="Steps between progress logs.")
     gradient_accumulation_steps: int = option(
         1,

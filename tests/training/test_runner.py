@@ -14,7 +14,7 @@ from official_bert.tasks.pretraining_objective import (
     pretraining_loss_denominators,
 )
 from official_bert.training.optimization import create_optimizer
-from official_bert.training.runner import Runner, TrainingStopped
+from official_bert.training.runner import Runner, TrainingStopped, steps_in_next_loop
 from official_bert.training.training_options import TrainingOptions
 from tests.conftest import synthetic_pretraining_examples
 
@@ -51,7 +51,7 @@ def make_runner(
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
     optimizer (lr 0.01, no warm-up, clip 1.0); settings override TrainingOptions (3 steps, a loop
-    and a checkpoint per step). use_next_sentence_label=False: MLM only (the pooler unused)."""
+    and a checkpoint per step: loops longer than one step need save_checkpoints_steps too). use_next_sentence_label=False: MLM only (the pooler unused)."""
     keras.utils.set_random_seed(1)
 
     def model_fn():
@@ -83,6 +83,11 @@ def make_runner(
         num_train_steps=num_train_steps,
         loss_denominators_fn=pretraining_loss_denominators if denominators else None,
     )
+
+
+def checkpoint_steps(output_dir) -> list[int]:
+    """The steps of the ckpt-N checkpoints in output_dir, in order."""
+    return sorted(int(p.name.split("-")[1].split(".")[0]) for p in output_dir.glob("ckpt-*.index"))
 
 
 def trained_weights(runner, examples, batch_size):
@@ -200,11 +205,92 @@ def test_checkpoints_fall_on_multiples_of_save_checkpoints_steps(tmp_path):
         keep_checkpoint_max=10,
     )
     runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
-    steps = sorted(int(p.name.split("-")[1].split(".")[0]) for p in tmp_path.glob("ckpt-*.index"))
-    assert steps == [4, 8, 9]
+    assert checkpoint_steps(tmp_path) == [4, 8, 9]
+
+
+def test_loops_end_at_checkpoints_closer_than_steps_per_loop(tmp_path):
+    """--save_checkpoints_steps below --iterations_per_loop: a checkpoint still at every
+    multiple, as the original saved on CPU/GPU (it kept only the last when loops ran their full
+    length, so a run killed before its first loop's end resumed from nothing)."""
+    runner = make_runner(tmp_path, num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=3)
+    make_train_loop, train_loops = runner._train_loop_fn, []
+    runner._train_loop_fn = lambda: train_loops.append(make_train_loop()) or train_loops[-1]
+    history = runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    assert [step for step, _ in history] == [3, 6, 7]
+    assert checkpoint_steps(tmp_path) == [3, 6, 7]
+    # Loops of 3 and of 1 step run one trace: the step count is a tensor argument.
+    assert train_loops[0].experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (dict(keep_checkpoint_max=0), [1, 2, 3, 4, 5, 6]),
+        (dict(save_checkpoints_steps=0, steps_per_loop=2), [6]),
+    ],
+    ids=["keep-all", "only-the-last"],
+)
+def test_zero_keeps_every_checkpoint_or_saves_only_the_last(tmp_path, settings, expected):
+    """0 as in the original's RunConfig: keep_checkpoint_max=0 keeps all (TensorFlow's
+    CheckpointManager refuses a 0), save_checkpoints_steps=0 saves at the end only."""
+    runner = make_runner(tmp_path, num_train_steps=6, **settings)
+    runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    assert checkpoint_steps(tmp_path) == expected
+
+
+def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):
+    """Killed right after the checkpoint at 3 (before its loop of 10 would have ended), then
+    rerun: the final weights and optimizer state equal those of a run never interrupted."""
+    examples = synthetic_pretraining_examples(16)
+    settings = dict(num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=3)
+    uninterrupted = make_runner(tmp_path / "uninterrupted", **settings)
+    uninterrupted.train(dataset_fn_of(examples, 8), 8)
+
+    class Killed(Exception):
+        pass
+
+    killed = make_runner(tmp_path / "killed", **settings)
+    save = killed._save
+
+    def save_then_die(force=False):
+        save(force=force)
+        if killed.step == 3:
+            raise Killed
+
+    killed._save = save_then_die
+    with pytest.raises(Killed):
+        killed.train(dataset_fn_of(examples, 8), 8)
+    assert checkpoint_steps(tmp_path / "killed") == [3]
+    resumed = make_runner(tmp_path / "killed", **settings)
+    assert resumed.restore_or_initialize() and resumed.step == 3
+    resumed.train(dataset_fn_of(examples, 8), 8)
+    expected = uninterrupted.model.variables + uninterrupted.optimizer.variables
+    final = resumed.model.variables + resumed.optimizer.variables
+    for a, b in zip(final, expected, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+
+
+@pytest.mark.parametrize(
+    ("step", "steps_per_loop", "save_checkpoints_steps", "expected"),
+    [
+        (0, 10, 3, 3),  # to the first checkpoint
+        (4, 10, 3, 2),  # from between two checkpoints to the next
+        (9, 10, 3, 1),  # to the last step (10), before the checkpoint at 12
+        (0, 2, 3, 2),  # loops shorter than the checkpoints' interval run whole
+        (0, 20, 0, 10),  # no checkpoints before the last step: to it
+    ],
+)
+def test_a_loop_ends_at_the_next_checkpoint_or_the_last_step(
+    step, steps_per_loop, save_checkpoints_steps, expected
+):
+    assert steps_in_next_loop(step, 10, steps_per_loop, save_checkpoints_steps) == expected
 
 
 # === Mixed precision and XLA ===
+# Loops of 10 steps need a checkpoint every 10 at most (a loop ends at each).
+LOOPS_OF_10 = dict(steps_per_loop=10, save_checkpoints_steps=10)
+
+
 def _overfit_losses(runner, steps):
     examples = synthetic_pretraining_examples(8)
     history = runner.train(dataset_fn_of(examples, 8), 8)
@@ -213,7 +299,7 @@ def _overfit_losses(runner, steps):
 
 
 def test_mixed_bfloat16_trains_float32_variables(tmp_path):
-    runner = make_runner(tmp_path, dtype="mixed_bfloat16", num_train_steps=30, steps_per_loop=10)
+    runner = make_runner(tmp_path, dtype="mixed_bfloat16", num_train_steps=30, **LOOPS_OF_10)
     assert runner.model.encoder.compute_dtype == "bfloat16"
     assert {v.dtype for v in runner.model.trainable_variables} == {"float32"}
     losses = _overfit_losses(runner, 3)
@@ -221,7 +307,7 @@ def test_mixed_bfloat16_trains_float32_variables(tmp_path):
 
 
 def test_mixed_float16_scales_the_loss_and_trains(tmp_path):
-    runner = make_runner(tmp_path, dtype="mixed_float16", num_train_steps=30, steps_per_loop=10)
+    runner = make_runner(tmp_path, dtype="mixed_float16", num_train_steps=30, **LOOPS_OF_10)
     assert isinstance(runner.optimizer, keras.optimizers.LossScaleOptimizer)
     assert {v.dtype for v in runner.model.trainable_variables} == {"float32"}
     losses = _overfit_losses(runner, 3)
@@ -256,7 +342,7 @@ def test_mixed_float16_clips_the_unscaled_gradient(tmp_path):
 
 
 def test_xla_step_trains(tmp_path):
-    runner = make_runner(tmp_path, num_train_steps=20, steps_per_loop=10, enable_xla=True)
+    runner = make_runner(tmp_path, num_train_steps=20, enable_xla=True, **LOOPS_OF_10)
     losses = _overfit_losses(runner, 2)
     assert losses[-1] < 0.9 * losses[0], losses
     assert runner.step == 20
