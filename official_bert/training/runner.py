@@ -51,14 +51,16 @@ def _global_norm_clip_factor(gradients: list, clip_norm: float) -> tf.Tensor:
 
 
 def steps_in_next_loop(
-    step: int, num_train_steps: int, steps_per_loop: int, save_checkpoints_steps: int
+    step: int, num_train_steps: int, steps_per_loop: int, *intervals: int
 ) -> int:
     """The number of steps the loop starting after `step` runs: steps_per_loop, cut short so
-    that it ends at the next multiple of save_checkpoints_steps (where the runner saves) and
-    at num_train_steps. save_checkpoints_steps < 1 sets no multiples."""
+    that it ends at the next multiple of each of `intervals` (save_checkpoints_steps, where
+    the runner saves; log_steps, where it reports) and at num_train_steps. An interval < 1
+    sets no multiples."""
     steps = min(steps_per_loop, num_train_steps - step)
-    if save_checkpoints_steps >= 1:
-        steps = min(steps, save_checkpoints_steps - step % save_checkpoints_steps)
+    for interval in intervals:
+        if interval >= 1:
+            steps = min(steps, interval - step % interval)
     return steps
 
 
@@ -109,8 +111,10 @@ class Runner:
     on CPU/GPU whatever iterations_per_loop was (on a TPU it saved at loop ends only; here a
     TPU too ends a loop at each checkpoint, a host round trip beside the checkpoint's own). A
     new Runner on the same output_dir resumes from the latest one, skipping the batches already
-    read. SIGTERM/SIGINT end training after the current loop with a checkpoint. TensorBoard
-    summaries (one point per loop) go to output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
+    read. SIGTERM/SIGINT end training after the current loop with a checkpoint. A progress line
+    (loss, learning rate, rate, ETA) every log_steps, where loops end too (on a TPU: at the
+    loop ends past each multiple). TensorBoard summaries (one point per loop) go to
+    output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
     raise FloatingPointError before anything of that loop is saved: no checkpoint holds
     non-finite values, and a resumed run passes over any (of an older version) that does. A
     record error while reading names the file (data.record_files.records_named_on_error). Under
@@ -474,6 +478,12 @@ class Runner:
             for sig in ((signal.SIGTERM, signal.SIGINT) if handles_signals else ())
         }
         history = []
+        # Progress lines and TensorBoard points every log_steps, as the original's Estimator
+        # logged on CPU/GPU whatever iterations_per_loop was: a loop ends there too. Not on a
+        # TPU, where a loop's end is a host round trip that iterations_per_loop is set to
+        # spare (the original reported at loop ends there).
+        on_tpu = isinstance(self.strategy, tf.distribute.TPUStrategy)
+        log_interval = 0 if on_tpu else settings.log_steps
         start_step, start_time = self.step, time.time()
         last_log_step, last_log_time = start_step, start_time
         try:
@@ -483,6 +493,7 @@ class Runner:
                     self.num_train_steps,
                     settings.steps_per_loop,
                     settings.save_checkpoints_steps,
+                    log_interval,
                 )
                 # A tensor: loops of another length run the same traced function.
                 with records_named_on_error():

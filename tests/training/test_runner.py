@@ -222,6 +222,24 @@ def test_loops_end_at_checkpoints_closer_than_steps_per_loop(tmp_path):
     assert train_loops[0].experimental_get_tracing_count() == 1
 
 
+def test_progress_is_reported_every_log_steps_within_long_loops(tmp_path, caplog):
+    """--log_steps below --iterations_per_loop: a progress line (and a TensorBoard point) at
+    every multiple, as the original's Estimator logged on CPU/GPU; a 1000-step loop reported
+    once per 1000 steps."""
+    import logging
+
+    runner = make_runner(
+        tmp_path, num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=0, log_steps=2
+    )
+    with caplog.at_level(logging.INFO):
+        history = runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    assert [step for step, _ in history] == [2, 4, 6, 7]
+    reported = [r.getMessage().split(":")[0] for r in caplog.records if "ETA" in r.getMessage()]
+    assert reported == ["step 2/7", "step 4/7", "step 6/7", "step 7/7"]
+    assert checkpoint_steps(tmp_path) == [7]
+    assert steps_in_next_loop(6, 10, 10, 4, 3) == 2  # the nearer of the two multiples (8, 9)
+
+
 @pytest.mark.parametrize(
     ("settings", "expected"),
     [
