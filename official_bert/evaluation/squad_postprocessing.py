@@ -4,7 +4,7 @@ For each question, every window proposes its n_best_size best starts x n_best_si
 a pair is kept when both ends lie in the window's document tokens, the start has its max context
 in this window, end >= start and the span is at most max_answer_length wordpieces. The best
 n_best_size distinct texts (projected back onto the original context by get_final_text) form the
-n-best list; Chinese answers have no spaces between ideographs (`join_doc_tokens`). v2.0: the
+n-best list; Chinese answers have the context's spaces only (`join_doc_tokens`). v2.0: the
 null answer scores the lowest [CLS] start + end logits over the windows; the answer is "" when
 null - best non-null span > null_score_diff_threshold.
 
@@ -184,7 +184,7 @@ def postprocess_predictions(
                 tok_text = " ".join(tok_text.replace(" ##", "").replace("##", "").split())
                 orig_start = feature.token_to_orig_map[candidate.start_index]
                 orig_end = feature.token_to_orig_map[candidate.end_index]
-                # Chinese words are rebuilt without spaces between ideographs ("世界杯").
+                # Chinese words are rebuilt with the context's spaces only ("世界杯").
                 orig_text = join_doc_tokens(
                     example.doc_tokens, example.space_before, orig_start, orig_end
                 )

@@ -91,19 +91,17 @@ def split_context(context: str) -> tuple[list[str], list[int], list[bool]]:
 def join_doc_tokens(
     doc_tokens: list[str], space_before: list[bool] | None, start: int, end: int
 ) -> str:
-    """doc_tokens[start..end] (inclusive) as text: one space where the context had whitespace,
-    except between two CJK ideographs (Chinese writes none; a stray one in the context is not
-    reproduced), none where it had none ("2018年"). With space_before None, the original's
+    """doc_tokens[start..end] (inclusive) as text: one space where the context had whitespace
+    (as the original's " ".join of its whitespace words, so "ＩＢＭ 於 1911年 成立" keeps its
+    spaces), none where it had none ("2018年世界杯"). With space_before None, the original's
     " ".join."""
     if space_before is None:
         return " ".join(doc_tokens[start : end + 1])
     pieces = [doc_tokens[start]] if start <= end else []
     for index in range(start + 1, end + 1):
-        previous, token = doc_tokens[index - 1], doc_tokens[index]
-        between_cjk = _is_chinese_char(ord(previous[-1])) and _is_chinese_char(ord(token[0]))
-        if space_before[index] and not between_cjk:
+        if space_before[index]:
             pieces.append(" ")
-        pieces.append(token)
+        pieces.append(doc_tokens[index])
     return "".join(pieces)
 
 
@@ -113,7 +111,7 @@ def _has_cjk(text: str) -> bool:
 
 def clean_answer_text(answer_text: str) -> str:
     """An answer as join_doc_tokens writes the context's words: the original's whitespace
-    words joined by single spaces, or, with CJK ideographs, no space between two of them."""
+    words joined by single spaces (with CJK ideographs, those its whitespace separates)."""
     if not _has_cjk(answer_text):
         return " ".join(whitespace_tokenize(answer_text))
     tokens, _, space_before = split_context(answer_text)

@@ -56,9 +56,10 @@ def test_each_ideograph_is_a_token_and_other_text_splits_on_whitespace():
     # Rebuilt: spaces where the context had them, none between ideographs or punctuation.
     assert join_doc_tokens(tokens, space_before, 1, 5) == "用 Python 3 写了"
     assert join_doc_tokens(tokens, space_before, 6, 11) == "《红楼梦》的"
-    # A space between two ideographs (rare in Chinese text) is not reproduced.
+    # A space between two ideographs is the context's, kept as the original's " ".join kept
+    # it: answers are text of their context (DRCD writes "ＩＢＭ 於 1911年 成立").
     tokens, _, space_before = split_context("中国 人民")
-    assert join_doc_tokens(tokens, space_before, 0, 3) == "中国人民"
+    assert join_doc_tokens(tokens, space_before, 0, 3) == "中国 人民"
 
 
 def test_english_contexts_split_exactly_as_the_original(tmp_path):
