@@ -25,6 +25,7 @@ import tensorflow as tf
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
+from official_bert.tokenization import _CJK_RANGES
 
 # The original run_squad.py's whitespace (read_squad_examples): runs of these join the answer's
 # words with one space in predictions.json.
@@ -44,6 +45,25 @@ def _first_index_of_max(values: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         tf.where(tf.equal(values, best[:, None]), positions[None, :], columns), axis=-1
     )
     return best, index
+
+
+def _starts_a_word(chars: tf.RaggedTensor, is_space: tf.Tensor) -> tf.Tensor:
+    """bool [num chars]: whether each character (of `chars`, [batch, (chars)] tf.string, one
+    character each; `is_space` bool [num chars]) begins a word as split_context splits the
+    context: a non-space after a space or at the start, and every CJK ideograph and the
+    character after one (an ideograph is a word of its own)."""
+    code_points = tf.reduce_max(
+        tf.strings.unicode_decode(chars.flat_values, "UTF-8", errors="replace"), axis=1
+    )
+    is_cjk = tf.zeros_like(is_space)
+    for low, high in _CJK_RANGES:
+        is_cjk = tf.logical_or(is_cjk, tf.logical_and(code_points >= low, code_points <= high))
+    first_in_row = tf.equal(tf.ragged.range(chars.row_lengths()).flat_values, 0)
+    # The character before in the flat list (a row's first has first_in_row instead).
+    previous_space = tf.roll(is_space, 1, axis=0)
+    previous_cjk = tf.roll(is_cjk, 1, axis=0)
+    breaks = tf.reduce_any(tf.stack([first_in_row, previous_space, is_cjk, previous_cjk]), axis=0)
+    return tf.logical_and(tf.logical_not(is_space), breaks)
 
 
 class SquadServingModule(tf.Module):
@@ -216,22 +236,28 @@ class SquadServingModule(tf.Module):
         """The answer text and its character span from its pieces' bytes
         context[first_byte:limit_byte] (int64 [batch]); -1 and "" where has_span is False.
 
-        As the original's get_final_text, the span widens to its whole whitespace words where
-        the pieces' text cannot be found in them (an "[UNK]" piece, has_unknown) or where the
-        words' normalized characters differ in number from their characters.
+        As the original's get_final_text, the span widens to its whole words where the pieces'
+        text cannot be found in them (an "[UNK]" piece, has_unknown) or where the words'
+        normalized characters differ in number from their characters. The words are those of
+        the Python path (data/squad/examples.py split_context): whitespace separates them, and
+        each CJK ideograph is one, so a Chinese span widens to its own characters, not to a
+        whole unspaced paragraph.
         """
         first_byte = tf.where(has_span, first_byte, 0)
         limit_byte = tf.where(has_span, limit_byte, 0)
         chars, char_starts, counts = self.packer.tokenizer.word_characters_per_character(context)
         row = chars.value_rowids()
         char_starts = char_starts.flat_values
-        char_limits = char_starts + tf.cast(tf.strings.length(chars.flat_values), tf.int64)
         is_space = tf.strings.regex_full_match(chars.flat_values, _CONTEXT_WHITESPACE)
+        starts_word = _starts_a_word(chars, is_space)
         num_examples = chars.nrows()
-        # The words' bounds: after the last space before the span, at the first space after it.
+        # The words' bounds: the last word start at or before the span's first byte, and the
+        # first space or word start at or after its limit.
         word_first = tf.math.unsorted_segment_max(
             tf.where(
-                tf.logical_and(is_space, char_starts < tf.gather(first_byte, row)), char_limits, 0
+                tf.logical_and(starts_word, char_starts <= tf.gather(first_byte, row)),
+                char_starts,
+                0,
             ),
             row,
             num_examples,
@@ -240,7 +266,10 @@ class SquadServingModule(tf.Module):
         context_bytes = tf.cast(tf.strings.length(context), tf.int64)
         word_limit = -tf.math.unsorted_segment_max(
             tf.where(
-                tf.logical_and(is_space, char_starts >= tf.gather(limit_byte, row)),
+                tf.logical_and(
+                    tf.logical_or(is_space, starts_word),
+                    char_starts >= tf.gather(limit_byte, row),
+                ),
                 -char_starts,
                 -tf.gather(context_bytes, row),
             ),

@@ -257,6 +257,10 @@ _HARD_CONTEXTS = [
     "Gödel’s ⵣⵣⵣ theorem (1931) was read in 東京 and Kraków by ☃☃ readers, e.g. Tarski.",
     # Long: a dozen windows at max_seq_length 32.
     " ".join(["Lorem ipsum dolor sit amet, consectetur adipiscing elit, sed do."] * 8),
+    # Chinese without spaces, [UNK] pieces (☃) inside it, and a space the context has between
+    # two ideographs: a span with an [UNK] widens to its characters' words (each ideograph
+    # one), not to the whole unspaced paragraph.
+    "他说☃很便宜☃。东京的IBM 於 1911年 成立，☃☃读者很多。",
     "",
     "   ",
 ]
@@ -277,11 +281,17 @@ def test_the_module_equals_postprocessing_on_hard_text(
 
     settings = dict(doc_stride=8, max_query_length=6, n_best_size=6, max_answer_length=7)
     packer = BertInputPacker(minilm_dir / "vocab.txt", 32, do_lower_case)
-    questions = ["Who?", "When was it founded?", "Where was it read?", "What?", "Q?", "Q?"]
-    examples = [
-        SquadExample(f"q{i}", question, split_context(context)[0])
-        for i, (question, context) in enumerate(zip(questions, _HARD_CONTEXTS, strict=True))
-    ]
+    questions = ["Who?", "When was it founded?", "Where was it read?", "What?", "何?", "Q?", "Q?"]
+    examples = []
+    for i, (question, context) in enumerate(zip(questions, _HARD_CONTEXTS, strict=True)):
+        doc_tokens, _, space_before = split_context(context)
+        # As read_squad_examples: the spaces are recorded where the context has ideographs.
+        chinese = any("\u4e00" <= char <= "\u9fff" for char in context)
+        examples.append(
+            SquadExample(
+                f"q{i}", question, doc_tokens, space_before=space_before if chinese else None
+            )
+        )
     features = convert_examples_to_features(
         examples,
         packer.tokenizer,
@@ -289,7 +299,9 @@ def test_the_module_equals_postprocessing_on_hard_text(
         is_training=False,
         **{k: settings[k] for k in ("doc_stride", "max_query_length")},
     )
-    model = _LogitsOfInputs(packer.tokenizer.tokenize(["zoe cafe cooperative godel [UNK]"])[0])
+    model = _LogitsOfInputs(
+        packer.tokenizer.tokenize(["zoe cafe cooperative godel [UNK] 宜"]).merge_dims(1, -1)[0]
+    )
     logits = model({"input_word_ids": tf.constant([f.input_ids for f in features])})
     unique_ids = [f.unique_id for f in features]
     expected = postprocess_predictions(
@@ -319,14 +331,15 @@ def test_the_module_equals_postprocessing_on_hard_text(
             a if h else "" for a, h in zip(answers, served["has_answer"].numpy(), strict=True)
         ]
         assert decided == [expected.predictions[qid] for qid in ids]
-        assert 0 < sum(served["has_answer"].numpy()[:4]) < 4
+        assert 0 < sum(served["has_answer"].numpy()[:5]) < 5
     else:
         # The original answers "empty" where no span qualifies; the served answer is "".
         assert answers == [
             "" if expected.predictions[qid] == "empty" else expected.predictions[qid] for qid in ids
         ]
-    assert answers[4:] == ["", ""] and served["start"].numpy().tolist()[4:] == [-1, -1]
-    for index, context in enumerate(_HARD_CONTEXTS[:4]):
+    assert answers[5:] == ["", ""] and served["start"].numpy().tolist()[5:] == [-1, -1]
+    assert len(answers[4]) < len(_HARD_CONTEXTS[4]) // 2, answers[4]
+    for index, context in enumerate(_HARD_CONTEXTS[:5]):
         start, end = served["start"].numpy()[index], served["end"].numpy()[index]
         assert " ".join(context[start:end].split()) == " ".join(answers[index].split())
 
