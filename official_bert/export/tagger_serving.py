@@ -2,7 +2,10 @@
 text: words in, each word's tag and the entities out.
 
 The text is split into words on whitespace (tensorflow_text.WhitespaceTokenizer: ICU's white
-space, with the words' byte offsets; a CoNLL file's words hold none); from there it is what the
+space, with the words' byte offsets; a CoNLL file's words hold none), or, for a model trained on a
+character-per-line Chinese NER corpus (data/tagging/character_ner.py), into its characters, each
+a word (ASCII whitespace dropped; U+3000 and other spaces kept as characters, as that reader keeps
+them), so raw Chinese text is tagged character by character; from there it is what the
 predict path does with the words of a CoNLL line (data/tagging/features.py): each word tokenized
 on its own (a word of no piece becomes [UNK]), cut to max_seq_length - 2 pieces, the words
 packed greedily into as many rows as they need, each word's tag read at its first piece.
@@ -36,8 +39,16 @@ class TaggerServingModule(tf.Module):
       for tag sets that name no entities, e.g. part-of-speech).
     """
 
-    def __init__(self, model, packer: BertInputPacker, labels: list[str], name: str | None = None):
+    def __init__(
+        self,
+        model,
+        packer: BertInputPacker,
+        labels: list[str],
+        characters_are_words: bool = False,
+        name: str | None = None,
+    ):
         super().__init__(name=name)
+        self.characters_are_words = characters_are_words
         self.model = model
         self.packer = packer
         self.tag_names = tf.constant(labels, tf.string)
@@ -53,7 +64,7 @@ class TaggerServingModule(tf.Module):
     def tag(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
         """The outputs of `serving_default` (see the class) for [batch] tf.string `text`."""
         tokenizer, budget = self.packer.tokenizer, self.packer.max_seq_length - 2
-        words, byte_starts, byte_limits = tf_text.WhitespaceTokenizer().tokenize_with_offsets(text)
+        words, byte_starts, byte_limits = self._words_with_offsets(text)
         num_words = tf.size(words.flat_values, tf.int64)
         pieces = tf.cast(tokenizer.tokenize(words.flat_values)[:, :budget], tf.int32)
         # A word the tokenizer drops entirely (control characters only) becomes [UNK].
@@ -111,6 +122,21 @@ class TaggerServingModule(tf.Module):
             self._entities(text, words, byte_starts.flat_values, byte_limits.flat_values, tag_ids)
         )
         return outputs
+
+    def _words_with_offsets(self, text):
+        """(words, byte starts, byte limits): [batch, (words)] RaggedTensors of the words of
+        [batch] tf.string `text` (see the module docstring), tf.string and int64."""
+        if not self.characters_are_words:
+            return tf_text.WhitespaceTokenizer().tokenize_with_offsets(text)
+        chars, starts = tf.strings.unicode_split_with_offsets(text, "UTF-8", errors="ignore")
+        starts = tf.cast(starts, tf.int64)
+        limits = starts + tf.cast(tf.strings.length(chars), tf.int64)
+        kept = tf.logical_not(tf.strings.regex_full_match(chars, "[ \t\r\n]"))
+        return (
+            tf.ragged.boolean_mask(chars, kept),
+            tf.ragged.boolean_mask(starts, kept),
+            tf.ragged.boolean_mask(limits, kept),
+        )
 
     def _entities(self, text, words, byte_starts, byte_limits, tag_ids) -> dict[str, tf.Tensor]:
         """Each sentence's entities from its words' tag ids (int32 [words]), padded as the
@@ -176,6 +202,7 @@ def export_tagger_serving_model(
     labels: list[str],
     export_dir: str,
     encoder_dtype: str | None = None,
+    characters_are_words: bool = False,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete),
     with `assets.extra/labels.txt` beside.
@@ -188,13 +215,15 @@ def export_tagger_serving_model(
       encoder_dtype: None serves the Keras model as it is; "float32" or "bfloat16" serves a
         BertTokenTagger's encoder as FusedInferenceEncoder with weights in that dtype
         (FusedEncoderModel).
+      characters_are_words: tag each character of the text (a character-per-line Chinese NER
+        model) instead of its whitespace words.
 
     Returns:
       export_dir.
     """
     if encoder_dtype is not None:
         model = FusedEncoderModel(model, encoder_dtype)
-    module = TaggerServingModule(model, packer, labels)
+    module = TaggerServingModule(model, packer, labels, characters_are_words)
     save_atomically(
         module,
         export_dir,

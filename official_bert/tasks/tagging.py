@@ -14,6 +14,7 @@ import numpy as np
 from absl import logging
 
 from official_bert.config import write_text_atomically
+from official_bert.data.tagging.character_ner import CharacterNerProcessor
 from official_bert.data.tagging.examples import TaggedSentence
 from official_bert.data.tagging.features import (
     encode_tagged_sentences,
@@ -112,6 +113,7 @@ class TaggingTask(ClassificationTask):
             self.labels,
             export_dir,
             encoder_dtype=serving_encoder_dtype(self.options, runner.model),
+            characters_are_words=isinstance(self.processor, CharacterNerProcessor),
         )
 
     def evaluate(self, runner) -> dict:

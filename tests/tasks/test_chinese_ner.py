@@ -97,3 +97,36 @@ def test_every_character_is_written_back_in_order(trained):
     assert [[row[1] for row in block] for block in rows] == [tags for _, tags in dev]
     correct = sum(row[1] == row[2] for block in rows for row in block)
     assert correct / sum(map(len, rows)) == pytest.approx(results["eval"]["eval_accuracy"])
+
+
+def test_the_serving_model_tags_raw_chinese_text_character_by_character(trained):
+    # Raw text, as a user has it: no spaces between the characters. The served tags are the
+    # predict path's, character by character, and entities are slices of the raw text.
+    import tensorflow as tf
+
+    output_dir, dev, _ = trained
+    blocks = (output_dir / "eval_predictions.txt").read_text(encoding="utf-8").strip("\n")
+    predicted = [
+        [line.split(" ")[2] for line in block.split("\n")] for block in blocks.split("\n\n")
+    ]
+    texts = ["".join(words) for words, _ in dev]
+    served = tf.saved_model.load(str(output_dir / "serving_model")).signatures["serving_default"](
+        text=tf.constant(texts)
+    )
+    words, tags = served["words"].numpy(), served["tags"].numpy()
+    for index, text in enumerate(texts):
+        length = len(dev[index][0])
+        assert [w.decode() for w in words[index][:length]] == list(text)
+        assert [t.decode() for t in tags[index][:length]] == predicted[index], text
+    found = 0
+    for index, text in enumerate(texts):
+        for entity, start, end in zip(
+            served["entity_texts"].numpy()[index],
+            served["entity_starts"].numpy()[index],
+            served["entity_ends"].numpy()[index],
+            strict=True,
+        ):
+            if start >= 0:
+                assert text[start:end] == entity.decode() and " " not in entity.decode()
+                found += 1
+    assert found >= len(texts)  # the memorised dev set has an entity or more per sentence
