@@ -32,6 +32,13 @@ from official_bert.tokenization import _CJK_RANGES
 _CONTEXT_WHITESPACE = "[ \t\r\n\u202f]+"
 
 
+def _with_zero_row(values: tf.Tensor) -> tf.Tensor:
+    """`values` [rows, ...] with a row of zeros appended, so that row 0 exists to gather from
+    (for masked outputs) even where `values` has no rows."""
+    row_shape = tf.concat([[1], tf.shape(values)[1:]], axis=0)
+    return tf.concat([values, tf.zeros(row_shape, values.dtype)], axis=0)
+
+
 def _first_index_of_max(values: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """The max along the last axis and the first index holding it (Python's stable sort keeps
     the first of equal scores; tf.argmax does not promise which tie it returns).
@@ -182,14 +189,21 @@ class SquadServingModule(tf.Module):
         )
         score, first = _first_index_of_max(best)
         has_span = score > -float("inf")
-        # An example without a span points at window 0 (any valid index; its outputs are masked).
+        # An example without a span points at window 0 (any valid index; its outputs are
+        # masked). A zero row appended to each window's values makes index 0 exist when no
+        # context of the batch has a window (empty or blank contexts only).
         window = tf.where(has_span, by_example.row_starts() + first, 0)
-        choice = tf.gather(window_choice, window)
+
+        choice = tf.gather(_with_zero_row(window_choice), window)
         start_rank, end_rank = choice // self.top_k, choice % self.top_k
-        start_token = tf.gather(tf.gather(start_indices, window), start_rank, batch_dims=1)
-        end_token = tf.gather(tf.gather(end_indices, window), end_rank, batch_dims=1)
+        start_token = tf.gather(
+            tf.gather(_with_zero_row(start_indices), window), start_rank, batch_dims=1
+        )
+        end_token = tf.gather(
+            tf.gather(_with_zero_row(end_indices), window), end_rank, batch_dims=1
+        )
         # Flat piece index = the window's first piece + (position in the row - doc_offset).
-        base = tf.gather(window_base - doc_offset, window)
+        base = tf.gather(_with_zero_row(window_base - doc_offset), window)
         # An example without a span (none of its candidates valid, e.g. every top start on
         # padding) reads piece 0 instead of wherever its masked choice points; a zero appended
         # to the flat pieces makes index 0 exist when every context is empty.
@@ -221,8 +235,12 @@ class SquadServingModule(tf.Module):
             )
             null_score = tf.where(num_windows > 0, tf.reduce_min(null, axis=1), float("inf"))
             # As squad_postprocessing: null - start - end, in that order (float64).
-            start_logit = tf.gather(tf.gather(start_values, window), start_rank, batch_dims=1)
-            end_logit = tf.gather(tf.gather(end_values, window), end_rank, batch_dims=1)
+            start_logit = tf.gather(
+                tf.gather(_with_zero_row(start_values), window), start_rank, batch_dims=1
+            )
+            end_logit = tf.gather(
+                tf.gather(_with_zero_row(end_values), window), end_rank, batch_dims=1
+            )
             null_odds = null_score - start_logit - end_logit
             outputs["null_score"] = tf.cast(null_score, tf.float32)
             outputs["has_answer"] = tf.logical_and(
@@ -331,7 +349,11 @@ class SquadServingModule(tf.Module):
         )
         context_score = tf.where(contains, context_score, -float("inf"))
         shape = tf.shape(context_score, out_type=tf.int64)
-        _, best = _first_index_of_max(tf.reshape(context_score, [-1, shape[2]]))
+        # Sizes spelled out: with no window in the batch (empty contexts only) the last is 0,
+        # and a -1 beside it would not be inferred as 0.
+        _, best = _first_index_of_max(
+            tf.reshape(context_score, tf.stack([shape[0] * shape[1], shape[2]]))
+        )
         best = tf.reshape(best, shape[:2])
         return tf.logical_and(
             tf.equal(best, window_number[:, None]), offsets[None, :] < window_length[:, None]

@@ -382,3 +382,13 @@ def test_no_valid_candidate_in_a_short_context_serves_no_answer(
     )
     assert [a.decode() for a in served["answer"].numpy()] == ["", ""]
     assert served["start"].numpy().tolist() == [-1, -1]
+    # A batch in which no context has a piece (empty, blank), or no question at all: no window
+    # anywhere, and still an answer of "" per row (it failed in a reshape and a gather).
+    for questions, contexts in ((["q?"], [""]), (["q?", "q?"], [" \t", ""]), ([], [])):
+        served = module.signature()(
+            tf.constant(questions, tf.string), tf.constant(contexts, tf.string)
+        )
+        assert [a.decode() for a in served["answer"].numpy()] == [""] * len(questions)
+        assert served["start"].numpy().tolist() == [-1] * len(questions)
+        if version_2_with_negative:
+            assert not served["has_answer"].numpy().any()
