@@ -9,6 +9,7 @@ truncation rule are written once.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -33,6 +34,9 @@ class BertInputPacker(tf.Module):
       tokenizer: a FastWordpieceBertTokenizer (or a vocab file path with `do_lower_case`).
       max_seq_length: the padded length of every output.
       do_lower_case: used only when `tokenizer` is a vocab file path.
+      tf_hub_packing: pack a pair whose B has no pieces as TF Hub's `bert_pack_inputs`
+        (tensorflow_text.combine_segments) does, with a [SEP] for every segment, rather than
+        as the original run_classifier.py (see `_pack_segments`); the two differ only there.
     """
 
     def __init__(
@@ -41,8 +45,10 @@ class BertInputPacker(tf.Module):
         max_seq_length: int,
         do_lower_case: bool = True,
         name: str | None = None,
+        tf_hub_packing: bool = False,
     ):
         super().__init__(name=name)
+        self.tf_hub_packing = tf_hub_packing
         if not isinstance(tokenizer, FastWordpieceBertTokenizer):
             tokenizer = FastWordpieceBertTokenizer(tokenizer, do_lower_case=do_lower_case)
         if max_seq_length < 3:
@@ -84,7 +90,9 @@ class BertInputPacker(tf.Module):
         segments = [
             segment.merge_dims(1, -1) if segment.shape.rank > 2 else segment for segment in segments
         ]
-        packed = _pack_segments(segments, seq_length, self._cls_id, self._sep_id)
+        packed = _pack_segments(
+            segments, seq_length, self._cls_id, self._sep_id, self.tf_hub_packing
+        )
         if pad_to_longest:
             length = trimmed_length(packed["input_mask"], seq_length)
             packed = {name: tensor[:, :length] for name, tensor in packed.items()}
@@ -130,7 +138,7 @@ class BertInputPacker(tf.Module):
             )
             ragged.append(tf.RaggedTensor.from_row_lengths(values, lengths))
         seq_length = self.max_seq_length if seq_length is None else seq_length
-        packed = _PACK_SEGMENTS_GRAPHS[len(segments)](
+        packed = _PACK_SEGMENTS_GRAPHS[len(segments), self.tf_hub_packing](
             ragged,
             tf.constant(seq_length, tf.int32),
             tf.constant(self._cls_id, tf.int32),
@@ -156,6 +164,7 @@ def _pack_segments(
     seq_length: int | tf.Tensor,
     cls_id: int | tf.Tensor,
     sep_id: int | tf.Tensor,
+    tf_hub_packing: bool = False,
 ) -> dict[str, tf.Tensor]:
     """The packing ops of `BertInputPacker.pack_ids` for [batch, (pieces)] int32 segments:
     int32 [batch, seq_length] word ids, mask and type ids.
@@ -163,9 +172,13 @@ def _pack_segments(
     A pair whose B has no pieces is packed as the original `convert_single_example` packs it
     (`if tokens_b:`): a row whose B is empty from the start is a single text ([CLS] A [SEP], A
     cut to seq_length - 2), and one whose B the trimming emptied (a tiny seq_length) gets no
-    [SEP] for B."""
+    [SEP] for B. With `tf_hub_packing`, as TF Hub's bert_pack_inputs: a [SEP] per segment
+    always, A trimmed for two segments."""
     budget = seq_length - 1 - len(segments)  # [CLS] and one [SEP] per segment
     trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(segments)
+    if tf_hub_packing:
+        ids, type_ids = combine_segments(trimmed, cls_id, sep_id)
+        return _padded(ids, type_ids, seq_length)
     if len(segments) == 2:
         first, second = segments
         has_second = second.row_lengths() > 0
@@ -179,6 +192,14 @@ def _pack_segments(
         positions = tf.ragged.range(first.row_lengths())
         trimmed = [tf.ragged.boolean_mask(first, positions < kept[:, None]), trimmed[1]]
     ids, type_ids = combine_segments(trimmed, cls_id, sep_id, close_empty_last=False)
+    return _padded(ids, type_ids, seq_length)
+
+
+def _padded(
+    ids: tf.RaggedTensor, type_ids: tf.RaggedTensor, seq_length: int | tf.Tensor
+) -> dict[str, tf.Tensor]:
+    """Packed [batch, (length)] ids and type ids padded with 0 to int32 [batch, seq_length]
+    input_word_ids, input_mask and input_type_ids."""
     input_word_ids, input_mask = tf_text.pad_model_inputs(ids, seq_length)
     input_type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
     return {
@@ -237,7 +258,9 @@ def combine_segments(
     )
 
 
-def _pack_segments_graph(segment_count: int) -> tf.types.experimental.PolymorphicFunction:
+def _pack_segments_graph(
+    segment_count: int, tf_hub_packing: bool
+) -> tf.types.experimental.PolymorphicFunction:
     """`_pack_segments` as a graph for `segment_count` segments, with every size, length and
     special id an input, so that one trace serves all packers and batches of a process.
 
@@ -250,10 +273,14 @@ def _pack_segments_graph(segment_count: int) -> tf.types.experimental.Polymorphi
     )
     scalar_spec = tf.TensorSpec([], tf.int32)
     return tf.function(
-        _pack_segments,
+        functools.partial(_pack_segments, tf_hub_packing=tf_hub_packing),
         input_signature=[[segment_spec] * segment_count, scalar_spec, scalar_spec, scalar_spec],
         autograph=False,
     )
 
 
-_PACK_SEGMENTS_GRAPHS = {count: _pack_segments_graph(count) for count in (1, 2)}
+_PACK_SEGMENTS_GRAPHS = {
+    (count, tf_hub_packing): _pack_segments_graph(count, tf_hub_packing)
+    for count in (1, 2)
+    for tf_hub_packing in (False, True)
+}

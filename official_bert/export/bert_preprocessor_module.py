@@ -10,7 +10,9 @@ the original `FullTokenizer`) and `BertInputPacker` (the original truncation and
                                       #   "input_type_ids"}: int32 [batch, default_seq_length]
   preprocessor.tokenize(strings)      # -> int32 RaggedTensor [batch, (words), (pieces)]
   preprocessor.bert_pack_inputs([tokens_a, tokens_b], seq_length=64)
-                                      # 1 or 2 segments, round-robin truncation as the original
+                                      # 1 or 2 segments, round-robin truncation as the original,
+                                      # a [SEP] after each segment as TF Hub's (the original
+                                      # left out B's where B was empty)
   preprocessor.get_special_tokens_dict()  # vocab_size, start_of_sequence_id, end_of_segment_id,
                                           # padding_id, mask_id: int32 scalars
   preprocessor.tokenize_with_offsets(strings)
@@ -43,7 +45,9 @@ def build_preprocessor_module(
 ) -> tf.Module:
     """The exportable preprocessor object; see the module docstring for what it offers."""
     tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
-    packer = BertInputPacker(tokenizer, default_seq_length)
+    # TF Hub's packing (a [SEP] per segment even where one is empty): models are fine-tuned
+    # behind TF Hub preprocessors that pack so.
+    packer = BertInputPacker(tokenizer, default_seq_length, tf_hub_packing=True)
     root = tf.__internal__.tracking.AutoTrackable()
     root.packer = packer
     root.vocab_file = tf.saved_model.Asset(vocab_file)

@@ -219,3 +219,34 @@ def test_id_arrays_pack_as_pack_ids_does_for_every_size(minilm_dir):
             for name, value in eager.items():
                 assert arrays[name].dtype == np.int32
                 np.testing.assert_array_equal(arrays[name], value.numpy(), err_msg=name)
+
+
+def test_tf_hub_packing_closes_every_segment_as_tensorflow_text_does(minilm_dir):
+    # TF Hub's bert_pack_inputs (the preprocessor export) packs with tensorflow_text's trimmer
+    # and combine_segments: a [SEP] after each segment, also an empty or trimmed-away B.
+    import tensorflow_text as tf_text
+
+    packer = BertInputPacker(str(minilm_dir / "vocab.txt"), 10, tf_hub_packing=True)
+    cls_id, sep_id = packer.tokenizer.cls_id, packer.tokenizer.sep_id
+    lengths = [(length_a, length_b) for length_a in range(12) for length_b in range(12)]
+    segments = [
+        tf.ragged.constant([list(range(1000, 1000 + a)) for a, _ in lengths], tf.int32),
+        tf.ragged.constant([list(range(2000, 2000 + b)) for _, b in lengths], tf.int32),
+    ]
+    for seq_length in (4, 10):
+        trimmed = tf_text.RoundRobinTrimmer(max_seq_length=seq_length - 3).trim(segments)
+        ids, type_ids = tf_text.combine_segments(trimmed, cls_id, sep_id)
+        expected_ids, expected_mask = tf_text.pad_model_inputs(ids, seq_length)
+        expected_types, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+        packed = packer.pack_ids(segments, seq_length)
+        np.testing.assert_array_equal(packed["input_word_ids"], expected_ids)
+        np.testing.assert_array_equal(packed["input_mask"], expected_mask)
+        np.testing.assert_array_equal(packed["input_type_ids"], expected_types)
+        arrays = packer.pack_id_arrays(
+            [
+                [list(range(1000, 1000 + a)) for a, _ in lengths],
+                [list(range(2000, 2000 + b)) for _, b in lengths],
+            ],
+            seq_length,
+        )
+        np.testing.assert_array_equal(arrays["input_word_ids"], expected_ids)
