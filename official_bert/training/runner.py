@@ -7,6 +7,7 @@ steps_per_execution > 1 (keras-team/keras#19246) and under MultiWorkerMirroredSt
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -24,6 +25,7 @@ from official_bert.checkpoints.damaged_checkpoint import (
 from official_bert.data.record_files import records_named_on_error
 from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
 from official_bert.training.optimization import AdamWeightDecay
+from official_bert.training.stop_signal_watcher import StopSignalWatcher
 from official_bert.training.training_options import TrainingOptions
 
 
@@ -111,7 +113,8 @@ class Runner:
     on CPU/GPU whatever iterations_per_loop was (on a TPU it saved at loop ends only; here a
     TPU too ends a loop at each checkpoint, a host round trip beside the checkpoint's own). A
     new Runner on the same output_dir resumes from the latest one, skipping the batches already
-    read. SIGTERM/SIGINT end training after the current loop with a checkpoint. A progress line
+    read. SIGTERM/SIGINT end training after the step under way (StopSignalWatcher: the loop
+    reads a stop flag before each step) with a checkpoint. A progress line
     (loss, learning rate, rate, ETA) every log_steps, where loops end too (on a TPU: at the
     loop ends past each multiple). TensorBoard summaries (one point per loop) go to
     output_dir/train. A non-finite loss, or non-finite weights or optimizer slots at a save,
@@ -187,6 +190,9 @@ class Runner:
             )
         self._stop_requested = 0  # the number of the signal that asked training to stop
         self._previous_handlers: dict = {}
+        # Read by the training loop before each step: a signal sets it (StopSignalWatcher), so
+        # a loop of many steps ends at the next one instead of at its last.
+        self._stop_flag = tf.Variable(False, trainable=False, name="stop_requested")
 
     # The newest checkpoint known to hold only finite values (where a failed run points to).
     last_finite_checkpoint: str | None = None
@@ -408,24 +414,36 @@ class Runner:
             step_fn = tf.function(step_fn, jit_compile=True)
 
         batches_read = self._batches_read
+        stop_flag = self._stop_flag
 
         @tf.function
         def train_loop(iterator, num_steps):
             total = tf.constant(0.0)
+            done = tf.constant(0)
             for _ in tf.range(num_steps):
+                if stop_flag:
+                    break
                 shares = strategy.run(step_fn, args=(next(iterator),))
                 batches_read.assign_add(1)
                 total += strategy.reduce(tf.distribute.ReduceOp.SUM, shares, axis=None)
-            return total / tf.cast(num_steps, tf.float32)
+                done += 1
+            return total / tf.cast(tf.maximum(done, 1), tf.float32)
 
         return train_loop
 
+    def _note_stop(self, signum: int) -> None:
+        """Asks training to stop after the step under way (from the signal handler, or at
+        once from the StopSignalWatcher's thread)."""
+        if not self._stop_requested:
+            logging.warning(
+                "%s: saving a checkpoint and stopping after this step (again to stop at once)",
+                signal.Signals(signum).name,
+            )
+            self._stop_requested = signum
+        self._stop_flag.assign(True)
+
     def _request_stop(self, signum, frame):
-        name = signal.Signals(signum).name
-        logging.warning(
-            "%s: saving a checkpoint and stopping after this loop (again to stop at once)", name
-        )
-        self._stop_requested = signum
+        self._note_stop(signum)
         # A second signal acts as it would without training (Ctrl-C: KeyboardInterrupt).
         signal.signal(signum, self._previous_handlers.get(signum, signal.SIG_DFL))
 
@@ -468,15 +486,22 @@ class Runner:
             else tf.summary.create_noop_writer()
         )
         self._stop_requested = 0
+        self._stop_flag.assign(False)
         self._last_saved_step = self.step
         self._saved_in_this_run = False
         # Signals reach the main thread only; a Runner trained in another thread (a notebook's
         # background job) keeps the process's handlers.
         handles_signals = threading.current_thread() is threading.main_thread()
+        stop_signals = (signal.SIGTERM, signal.SIGINT) if handles_signals else ()
         self._previous_handlers = {
-            sig: signal.signal(sig, self._request_stop)
-            for sig in ((signal.SIGTERM, signal.SIGINT) if handles_signals else ())
+            sig: signal.signal(sig, self._request_stop) for sig in stop_signals
         }
+        watching = contextlib.ExitStack()
+        # Multi-worker steps are collective: a worker must not leave a loop on its own.
+        if stop_signals and not isinstance(
+            self.strategy, tf.distribute.MultiWorkerMirroredStrategy
+        ):
+            watching.enter_context(StopSignalWatcher(stop_signals, self._note_stop))
         history = []
         # Progress lines and TensorBoard points every log_steps, as the original's Estimator
         # logged on CPU/GPU whatever iterations_per_loop was: a loop ends there too. Not on a
@@ -488,6 +513,7 @@ class Runner:
         last_log_step, last_log_time = start_step, start_time
         try:
             while self.step < self.num_train_steps and not self._stop_requested:
+                step_before = self.step
                 steps = steps_in_next_loop(
                     self.step,
                     self.num_train_steps,
@@ -498,6 +524,8 @@ class Runner:
                 # A tensor: loops of another length run the same traced function.
                 with records_named_on_error():
                     loss = float(train_loop(iterator, tf.constant(steps)))
+                if self.step == step_before:  # a signal came before the loop's first step
+                    break
                 if not tf.math.is_finite(loss):
                     raise FloatingPointError(
                         f"loss is {loss} at step {self.step}; stopping (the last good checkpoint: "
@@ -533,6 +561,7 @@ class Runner:
                     last_log_step, last_log_time = self.step, now
                 self._save()
         finally:
+            watching.close()
             for sig, handler in self._previous_handlers.items():
                 signal.signal(sig, handler)
             writer.flush()

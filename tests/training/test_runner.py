@@ -194,6 +194,35 @@ def test_a_signal_stops_training_at_a_checkpoint_and_the_run_is_not_finished(tmp
     assert resumed.step == 8
 
 
+def test_a_signal_during_a_long_loop_stops_it_after_the_step_under_way(tmp_path):
+    """Python runs a signal handler only between bytecodes of the main thread, which waits in
+    the loop's tf.function for the whole loop: the StopSignalWatcher stops the loop at the
+    next step instead of at its end (a scheduler's SIGKILL would otherwise lose the loop)."""
+    examples = synthetic_pretraining_examples(64)
+    runner = make_runner(tmp_path, num_train_steps=60, steps_per_loop=60, save_checkpoints_steps=0)
+
+    def send_sigterm_at_the_fifth_batch(index):
+        if int(index) == 4:
+            os.kill(os.getpid(), signal.SIGTERM)  # from a tf.data thread, mid-loop
+        return index
+
+    def with_signal(index, batch):
+        index = tf.py_function(send_sigterm_at_the_fifth_batch, [index], tf.int64)
+        index.set_shape([])
+        ids = batch["input_word_ids"]
+        return {**batch, "input_word_ids": ids + tf.cast(index * 0, ids.dtype)}
+
+    def dataset_fn(input_context):
+        return dataset_fn_of(examples, 8)(input_context).enumerate().map(with_signal)
+
+    with pytest.raises(TrainingStopped, match=r"^stopped by SIGTERM at step \d+ of 60"):
+        runner.train(dataset_fn, 8)
+    # tf.data reads batches ahead of the steps, so the fifth batch is read during step 1 or a
+    # little later; the loop of 60 steps ends soon after it.
+    assert 1 <= runner.step < 20, runner.step
+    assert checkpoint_steps(tmp_path) == [runner.step]
+
+
 def test_checkpoints_fall_on_multiples_of_save_checkpoints_steps(tmp_path):
     # Loops of 2 steps, a checkpoint every 4: at 4 and 8 (not at the first loop's 2), then the
     # last step.
