@@ -53,8 +53,18 @@ def run_main(main: Callable[[list[str]], object]) -> None:
     script_file = os.path.abspath(main.__code__.co_filename)
 
     def main_reporting_input_errors(argv: list[str]):
+        program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
         try:
             return main(argv)
+        except KeyboardInterrupt:
+            # Ctrl-C outside training (which stops with a checkpoint: TrainingStopped), e.g.
+            # while evaluating or exporting: every output is written under a temporary name,
+            # so nothing half-written is left; no traceback. 130: as the signal's exit.
+            if logging.level_debug():
+                raise
+            sys.stderr.write(f"{program}: interrupted; nothing half-written was kept\n")
+            sys.stderr.flush()
+            sys.exit(130)
         except Exception as error:
             message = input_check_message(error)
             if logging.level_debug() or (
@@ -62,7 +72,6 @@ def run_main(main: Callable[[list[str]], object]) -> None:
             ):
                 raise
             message = message or str(error) or type(error).__name__
-            program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
             sys.stderr.write(f"{program}: error: {message}\n")
             sys.stderr.flush()
             # 128 + a signal's number where training stopped at one (TrainingStopped), as a

@@ -476,18 +476,27 @@ def test_extract_features_help_names_only_flags_it_defines():
 
 
 @pytest.mark.parametrize(
-    "flag", ["train_batch_size", "eval_batch_size", "predict_batch_size", "iterations_per_loop"]
+    ("flag", "value", "least"),
+    [
+        ("train_batch_size", 0, 1),
+        ("eval_batch_size", 0, 1),
+        ("predict_batch_size", 0, 1),
+        ("iterations_per_loop", 0, 1),
+        # 0 means something for these (only the last checkpoint; keep all), -1 nothing.
+        ("save_checkpoints_steps", -1, 0),
+        ("keep_checkpoint_max", -1, 0),
+    ],
 )
-def test_a_zero_count_is_named_before_anything_runs(flag, tmp_path):
+def test_a_count_out_of_range_is_named_before_anything_runs(flag, value, least, tmp_path):
     from official_bert.tasks.classification import ClassifierOptions
 
-    with pytest.raises(ValueError, match=rf"^--{flag} must be at least 1, got 0$"):
+    with pytest.raises(ValueError, match=rf"^--{flag} must be at least {least}, got {value}$"):
         ClassifierOptions(
             task_name="MRPC",
             data_dir=str(tmp_path),
             output_dir=str(tmp_path / "out"),
             bert_config_file=str(ORIGINAL_TINY / "bert_config.json"),
-            **{flag: 0},
+            **{flag: value},
         )
 
 

@@ -80,3 +80,39 @@ def test_a_folder_the_user_may_not_write_is_one_line(tmp_path):
     result = run_script(["-c", code], timeout=120, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == ["-c: error: out/.x.tmp-1; Permission denied"]
+
+
+def test_ctrl_c_outside_training_is_one_line_and_exit_130(tmp_path):
+    # While evaluating or exporting (training itself stops with a checkpoint).
+    code = (
+        "from official_bert.script_main import run_main\n"
+        "def main(argv):\n"
+        "    raise KeyboardInterrupt\n"
+        "run_main(main)\n"
+    )
+    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
+    assert result.returncode == 130
+    assert result.stderr.strip().splitlines() == ["-c: interrupted; nothing half-written was kept"]
+
+
+def test_an_output_dir_that_cannot_be_made_is_named(tmp_path, monkeypatch):
+    """A folder to make inside a read-only file system (or another user's folder), or below a
+    file: one line naming both, not makedirs' traceback."""
+    import os
+
+    from official_bert.tasks.driver import check_local_output_dir
+
+    read_only = tmp_path / "mounted_read_only"
+    read_only.mkdir()
+    real_access = os.access
+    # As on a read-only mount (root passes permission bits, so they cannot stand in for it).
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: str(path) != str(read_only) and real_access(path, mode)
+    )
+    with pytest.raises(PermissionError, match=f"cannot be made: .* may not write in {read_only}$"):
+        check_local_output_dir(str(read_only / "run" / "out"))
+    check_local_output_dir(str(tmp_path / "elsewhere" / "out"))  # fine: tmp_path is writable
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    with pytest.raises(NotADirectoryError, match=f"cannot be made: {a_file} is a file"):
+        check_local_output_dir(str(a_file / "out"))

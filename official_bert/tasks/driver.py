@@ -61,10 +61,7 @@ def run_task(task: Task) -> dict:
     output_dir = task.options.output_dir
     # Local only: a gs:// output_dir is checked where the run starts (a TPU's paths first).
     if output_dir and is_local(output_dir):
-        if os.path.isfile(output_dir):
-            raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
-        if os.path.isdir(output_dir) and not os.access(output_dir, os.W_OK | os.X_OK):
-            raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
+        check_local_output_dir(output_dir)
     task.validate()
     # One run at a time writes output_dir; the workers of a multi-worker run share it.
     shared = task.options.distribution_strategy == "multi_worker_mirrored"
@@ -72,6 +69,26 @@ def run_task(task: Task) -> dict:
     # The layers and losses built in this run take the speed paths when the options say so.
     with lock, fast_kernels(task.options.fast_kernels):
         return _run(task)
+
+
+def check_local_output_dir(output_dir: str) -> None:
+    """Raises NotADirectoryError / PermissionError naming --output_dir where a local one is a
+    file, or is (or would be made in) a folder this user may not write."""
+    if os.path.isfile(output_dir):
+        raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
+    if os.path.isdir(output_dir) and not os.access(output_dir, os.W_OK | os.X_OK):
+        raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
+    # A folder still to make: in the nearest one that exists (a read-only file system, a
+    # folder of another user's), makedirs would fail with a traceback.
+    existing = os.path.dirname(os.path.abspath(output_dir))
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError(f"--output_dir={output_dir} cannot be made: {existing} is a file")
+    if not os.path.isdir(output_dir) and not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(
+            f"--output_dir={output_dir} cannot be made: this user may not write in {existing}"
+        )
 
 
 def _run(task: Task) -> dict:

@@ -139,6 +139,12 @@ def validate_pretraining_options(options: PretrainingOptions) -> None:
     """Checks what to do and the model settings, each error naming its flag."""
     if not options.do_train and not options.do_eval:
         raise ValueError("At least one of --do_train or --do_eval must be True.")
+    if options.do_train and options.num_train_steps < 1:
+        # The original's Estimator.train(max_steps=0) refused it too; this would write the
+        # initial weights as the trained model.
+        raise ValueError(
+            f"--num_train_steps must be at least 1 with --do_train, got {options.num_train_steps}"
+        )
     if options.do_eval and options.max_eval_steps < 1:
         raise ValueError(
             f"--max_eval_steps must be at least 1 with --do_eval, got {options.max_eval_steps}"

@@ -8,6 +8,7 @@ steps_per_execution > 1 (keras-team/keras#19246) and under MultiWorkerMirroredSt
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import signal
 import threading
@@ -595,8 +596,16 @@ class Runner:
 
 
 def write_eval_results(path: str, results: dict, step: int) -> None:
-    """`key = value` lines, as the original eval_results.txt (global_step included)."""
+    """`key = value` lines, as the original eval_results.txt (global_step included), and each
+    number as a TensorBoard scalar at `step` in `eval/` beside it, where the original's
+    Estimator wrote its evaluations (so eval curves sit beside the train/ ones)."""
     from official_bert.config import write_text_atomically
 
     lines = [f"{key} = {value}" for key, value in sorted({**results, "global_step": step}.items())]
     write_text_atomically(path, "\n".join(lines) + "\n")
+    writer = tf.summary.create_file_writer(os.path.join(os.path.dirname(path), "eval"))
+    with writer.as_default(step=step):
+        for key, value in sorted(results.items()):
+            if isinstance(value, numbers.Real) and not isinstance(value, bool):
+                tf.summary.scalar(key, float(value))
+    writer.close()

@@ -29,12 +29,19 @@ POSITIVE_OPTIONS = (
 )
 
 
+# Counts where 0 means something (save only the last checkpoint, keep all of them) but a
+# negative value nothing: it would end in TensorFlow's own error, or be taken silently as 0.
+NON_NEGATIVE_OPTIONS = ("save_checkpoints_steps", "keep_checkpoint_max")
+
+
 def check_positive_options(options) -> None:
-    """ValueError naming the first of POSITIVE_OPTIONS that `options` has below 1."""
-    for name in POSITIVE_OPTIONS:
-        value = getattr(options, name, None)
-        if isinstance(value, int) and value < 1:
-            raise ValueError(f"--{name} must be at least 1, got {value}")
+    """ValueError naming the first of POSITIVE_OPTIONS that `options` has below 1, or of
+    NON_NEGATIVE_OPTIONS below 0."""
+    for names, least in ((POSITIVE_OPTIONS, 1), (NON_NEGATIVE_OPTIONS, 0)):
+        for name in names:
+            value = getattr(options, name, None)
+            if isinstance(value, int) and value < least:
+                raise ValueError(f"--{name} must be at least {least}, got {value}")
 
 
 @dataclasses.dataclass(kw_only=True)

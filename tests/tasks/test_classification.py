@@ -73,6 +73,19 @@ def test_a_few_dozen_steps_lower_the_loss_and_write_every_output(mrpc_run):
     lines = (output_dir / "eval_results.txt").read_text().splitlines()
     values = dict(line.split(" = ") for line in lines)
     assert set(values) == {"eval_accuracy", "eval_f1", "eval_loss", "global_step", "loss"}
+    # The same figures as TensorBoard scalars in eval/, at the trained step, as the original's
+    # Estimator wrote them beside train/.
+    import tensorflow as tf
+
+    scalars = {}
+    for path in (output_dir / "eval").glob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(path)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                scalars[value.tag] = (event.step, float(tf.make_ndarray(value.tensor)))
+    assert set(scalars) == {"eval_accuracy", "eval_f1", "eval_loss", "loss"}
+    assert scalars["eval_loss"][0] == 20
+    assert scalars["eval_loss"][1] == pytest.approx(float(values["eval_loss"]), rel=1e-6)
     assert values["global_step"] == "20"
     # The Estimator's `loss` (a mean of batch means) beside eval_loss, as in the original file.
     assert float(values["loss"]) == pytest.approx(after["loss"])

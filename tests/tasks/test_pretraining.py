@@ -484,6 +484,9 @@ def test_evaluation_runs_max_eval_steps_full_batches_as_the_original(
         np.testing.assert_allclose(value, results["six_and_two_again"][key], rtol=1e-6, err_msg=key)
     with pytest.raises(ValueError, match="--max_eval_steps must be at least 1 with --do_eval"):
         run_pretraining(_options(first_file, tmp_path / "none", do_train=False, max_eval_steps=0))
+    # Training no step would write the initial weights as the trained model.
+    with pytest.raises(ValueError, match="--num_train_steps must be at least 1 with --do_train"):
+        run_pretraining(_options(first_file, tmp_path / "none", num_train_steps=0))
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["plain", "fast_kernels"])
