@@ -62,6 +62,9 @@ class BertMultipleChoice(EncoderWithHeads):
             encoder, num_classes=1, dropout_rate=dropout_rate, name="multiple_choice"
         )
 
+    # A question's choices: [batch, choices, seq_length].
+    input_ranks = {"input_word_ids": 3, "input_mask": 3, "input_type_ids": 3}
+
     def build(self, input_shape=None):
         self.build_encoder()
         self.multiple_choice.build((None, self.encoder.hidden_size))

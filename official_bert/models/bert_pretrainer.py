@@ -113,6 +113,12 @@ class BertPretrainer(EncoderWithHeads):
             **kwargs,
         )
 
+    @property
+    def input_ranks(self) -> dict[str, int]:
+        # The masked LM reads its positions; the left-to-right LM predicts every one.
+        extra = {} if self.objective == "ltr" else {"masked_lm_positions": 2}
+        return {**EncoderWithHeads.input_ranks, **extra}
+
     def build(self, input_shape=None):
         self.build_encoder()
         self.masked_lm.build()

@@ -15,9 +15,18 @@ class TokenIdModel(keras.Model):
     casts a float input to a layer's input dtype).
 
     `export()` (Keras's SavedModel export) takes by default a signature of int32 tensors of any
-    batch size and sequence length, in the structure of the model's first call: Keras would fix
-    every size but the batch to those of that call.
+    batch size and sequence length, named as the inputs (`input_word_ids`, ...; Keras would name
+    them args_0, args_0_1, ... in the order of the sorted names, so that passing them in the
+    natural order runs the wrong ids silently), in the structure of the model's first call, or,
+    for a model built without a call (load_encoder), of `input_ranks`: Keras would fix every
+    size to the first call's, and refuse a model never called. A list among the outputs (the
+    encoder's `encoder_outputs`) becomes numbered outputs (`encoder_outputs_0`, ...), as a
+    SavedModel signature cannot return a list.
     """
+
+    # The inputs a call takes and their ranks ([batch, seq_length]), for a model not called
+    # yet; subclasses with other inputs say so.
+    input_ranks = {"input_word_ids": 2, "input_mask": 2, "input_type_ids": 2}
 
     @property
     def input_dtype(self):
@@ -26,27 +35,49 @@ class TokenIdModel(keras.Model):
     def export(
         self, filepath, format="tf_saved_model", verbose=None, input_signature=None, **kwargs
     ):
-        if input_signature is None and format == "tf_saved_model":
-            input_signature = self._any_size_input_signature()
-        return super().export(
-            filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs
+        if format != "tf_saved_model" or input_signature is not None or kwargs:
+            return super().export(
+                filepath, format=format, verbose=verbose, input_signature=input_signature, **kwargs
+            )
+        from keras.export import ExportArchive
+
+        archive = ExportArchive()
+        archive.track(self)
+        archive.add_endpoint(
+            "serve",
+            lambda inputs: _without_lists(self(inputs, training=False)),
+            input_signature=self._any_size_input_signature(),
         )
+        archive.write_out(filepath, verbose=True if verbose is None else verbose)
 
-    def _any_size_input_signature(self) -> list | None:
-        """[the first call's inputs as int32 TensorSpecs of unknown sizes], or None (Keras's
-        default) for a model not called yet. Keras keeps that structure in the model's
+    def _any_size_input_signature(self) -> list:
+        """[the first call's inputs (or `input_ranks`) as int32 TensorSpecs of unknown sizes,
+        named as the inputs]. Keras keeps a call's structure in the model's
         `_build_shapes_dict` (which its own export reads), {argument name: shapes}."""
-        shapes = getattr(self, "_build_shapes_dict", None)
-        if not shapes:
-            return None
+        shapes = getattr(self, "_build_shapes_dict", None) or {
+            "inputs": {name: (None,) * rank for name, rank in self.input_ranks.items()}
+        }
 
-        def spec(structure):
+        def spec(structure, name=None):
             if isinstance(structure, dict):
-                return {name: spec(value) for name, value in structure.items()}
+                return {key: spec(value, key) for key, value in structure.items()}
             if isinstance(structure, (tuple, list)) and all(
                 isinstance(size, (int, type(None))) for size in structure
             ):
-                return tf.TensorSpec([None] * len(structure), tf.int32)
+                return tf.TensorSpec([None] * len(structure), tf.int32, name=name)
             return type(structure)(spec(value) for value in structure)
 
         return [spec(value) for value in shapes.values()]
+
+
+def _without_lists(outputs):
+    """`outputs` with each list value of a dict replaced by numbered entries (name_0, ...)."""
+    if not isinstance(outputs, dict):
+        return outputs
+    flat = {}
+    for name, value in outputs.items():
+        if isinstance(value, (list, tuple)):
+            flat.update({f"{name}_{index}": item for index, item in enumerate(value)})
+        else:
+            flat[name] = value
+    return flat

@@ -46,3 +46,44 @@ def test_a_float_tensor_of_ids_is_cast_to_int32():
     as_floats = {k: v.astype(np.float32) for k, v in inputs.items()}
     expected = model(inputs, training=False)["mlm_logits"]
     np.testing.assert_array_equal(model(as_floats, training=False)["mlm_logits"], expected)
+
+
+def test_every_model_exports_with_named_inputs_even_before_a_call(tmp_path):
+    """The encoder (a list among its outputs) and the pre-trainer (masked_lm_positions) export
+    too, built without a call as load_encoder builds them; the signature's inputs carry their
+    names (Keras's args_0, args_0_1, ... took them in sorted order, so the natural order ran
+    the wrong ids without an error)."""
+    from official_bert.models import BertMultipleChoice
+
+    positions = np.array([[1, 2]] * 3, np.int32)
+    for name, model, inputs in (
+        ("encoder", BertEncoder(**tiny_encoder_kwargs()), random_inputs()),
+        (
+            "pretrainer",
+            BertPretrainer(BertEncoder(**tiny_encoder_kwargs())),
+            dict(random_inputs(), masked_lm_positions=positions),
+        ),
+        (
+            "choices",
+            BertMultipleChoice(BertEncoder(**tiny_encoder_kwargs())),
+            {k: np.stack([v, v[::-1]], axis=1) for k, v in random_inputs().items()},
+        ),
+    ):
+        model.build()  # built, never called
+        model.export(str(tmp_path / name), verbose=False)
+        signature = tf.saved_model.load(str(tmp_path / name)).signatures["serving_default"]
+        specs = signature.structured_input_signature[1]
+        assert set(specs) == set(inputs), name
+        served = signature(**{key: tf.constant(value) for key, value in inputs.items()})
+        direct = model(inputs, training=False)
+        if isinstance(direct, dict):
+            assert served.keys() >= {"sequence_output", "pooled_output"} or "mlm_logits" in served
+            for key, value in direct.items():
+                if isinstance(value, list):
+                    for index, layer in enumerate(value):
+                        np.testing.assert_allclose(served[f"{key}_{index}"], layer, atol=1e-5)
+                else:
+                    np.testing.assert_allclose(served[key], value, atol=1e-5, err_msg=key)
+        else:
+            (only,) = served.values()
+            np.testing.assert_allclose(only, direct, atol=1e-5)
