@@ -162,14 +162,17 @@ def convert_checkpoint(
         input_format,
         safetensors_bert.read_hf_architectures(hf_config_file),
     )
-    _warn_of_an_initialized_pooler(model, input_checkpoint, input_format, output_format)
+    keep_pooler = _keeps_a_trained_pooler(model, input_checkpoint, input_format, output_format)
     _warn_of_a_masked_lm_head_of_its_own(model, output_format)
     tf.io.gfile.makedirs(output_dir)
     output_path = os.path.join(output_dir, OUTPUT_NAMES[output_format])
     if output_format == "keras_hub":
         _write_keras_hub_preset(model, output_dir, config, vocab_file, input_checkpoint)
         return output_path
-    written = loading.save_bert_weights(model, output_path, output_format)
+    if output_format == "safetensors":
+        written = safetensors_bert.write_safetensors_checkpoint(model, output_path, keep_pooler)
+    else:
+        written = loading.save_bert_weights(model, output_path, output_format)
     config.to_json_file(os.path.join(output_dir, "bert_config.json"))
     if output_format == "safetensors":
         architecture, num_labels = safetensors_bert.hf_architecture(model)
@@ -204,22 +207,25 @@ def convert_checkpoint(
     return written
 
 
-def _warn_of_an_initialized_pooler(model, path: str, checkpoint_format: str, output_format: str):
-    """Warns where the input holds no pooler (a question-answering, token-classification or
+def _keeps_a_trained_pooler(model, path: str, checkpoint_format: str, output_format: str) -> bool:
+    """Whether a safetensors output of `model`, whose transformers class has no pooler (a
+    masked-LM model's), should hold the input's trained one all the same (a TF Hub encoder with
+    its MLM head has one: transformers' BertModel reads it, pooled_output as the module's).
+    Warns where the input holds no pooler (a question-answering, token-classification or
     masked-LM model's file) and the output holds one all the same, the initialization of
     `model`'s: read as trained by whatever reads the output (a classifier fine-tuned from it)."""
-    from official_bert.models import BertEncoder
+    from official_bert.models import BertEncoder, BertPretrainer
 
     if uses_pooler(model) and not isinstance(model, BertEncoder):
-        return  # chosen with every part required: the input has a pooler
-    if output_format == "safetensors" and not uses_pooler(model):
-        return  # written as transformers' class of that model, which has no pooler
+        return False  # chosen with every part required: the input has a pooler
     try:
         # A bare encoder with every part required fails exactly where there is no pooler.
         loading.load_bert_weights(
             getattr(model, "encoder", model), path, checkpoint_format, require_heads=True
         )
     except CheckpointMismatchError:
+        if output_format == "safetensors" and not uses_pooler(model):
+            return False  # written as transformers' class of that model, which has no pooler
         logging.warning(
             "%s holds no pooler (bert/pooler/dense); the %s output holds a randomly initialized "
             "one, which a model reading pooled_output from it (a sentence classifier fine-tuned "
@@ -227,6 +233,13 @@ def _warn_of_an_initialized_pooler(model, path: str, checkpoint_format: str, out
             path,
             output_format,
         )
+        return False
+    # A span labeler's or tagger's pooler is never trained, whatever the input holds.
+    return (
+        output_format == "safetensors"
+        and not uses_pooler(model)
+        and isinstance(model, BertPretrainer)
+    )
 
 
 def _warn_of_a_masked_lm_head_of_its_own(model, output_format: str) -> None:

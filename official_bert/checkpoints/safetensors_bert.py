@@ -313,21 +313,23 @@ def read_hf_named_weights(
     return len(loaded)
 
 
-def write_safetensors_checkpoint(model, path: str) -> str:
+def write_safetensors_checkpoint(model, path: str, keep_pooler: bool = False) -> str:
     """Writes `model`'s weights as safetensors with HF names (torch layout, float32).
 
     A bare encoder is written as HF `BertModel` (no prefix); a model with heads with the
     `bert.` prefix on the encoder, as the matching HF class (`hf_architecture`) holds them: the
     span labeler, token tagger and a pre-training model without the next-sentence head are
     written without the pooler, which their HF classes do not have (a sentence classifier and
-    a multiple-choice model, with it). Written atomically.
+    a multiple-choice model, with it), unless `keep_pooler` (a trained pooler read from the
+    input: transformers' BertModel reads it from the file, the head classes pass over it).
+    Written atomically.
     """
     from official_bert.models import BertEncoder
 
     prefix = "" if isinstance(model, BertEncoder) else "bert."
     tensors = {}
     for entry in model_entries(model):
-        if entry.part == "pooler" and not uses_pooler(model):
+        if entry.part == "pooler" and not (keep_pooler or uses_pooler(model)):
             continue
         value = entry.to_tf1_value()
         if _TRANSPOSED_IN_HF.search(entry.tf1_name):

@@ -317,3 +317,20 @@ def test_saving_reuses_the_traces_made_for_it(tmp_path, monkeypatch):
     export_bert_preprocessor(str(tmp_path / "p"), str(vocab), True, 16)
     # bert_pack_inputs: one or two segments of words or of pieces; the default call: one more.
     assert packed == [False] * 5
+
+
+def test_a_model_with_mlm_export_converts_to_safetensors_with_its_pooler(tiny_exports, tmp_path):
+    # Its transformers class (BertForMaskedLM) has no pooler, but the module's pooled_output
+    # is a trained one: BertModel reads it from the file (it was left out, and BertModel's
+    # pooled_output came from a random pooler).
+    from safetensors.numpy import load_file
+
+    from official_bert.checkpoints.conversion import convert_checkpoint
+
+    written = convert_checkpoint(
+        str(tiny_exports["model_with_mlm"]), str(tmp_path / "st"), output_format="safetensors"
+    )
+    tensors = load_file(written)
+    exported = _load(tiny_exports["model_with_mlm"])
+    (kernel,) = [v for v in exported.variables if "pooler" in v.name and "kernel" in v.name]
+    np.testing.assert_array_equal(tensors["bert.pooler.dense.weight"], kernel.numpy().T)
