@@ -61,6 +61,10 @@ _CJK_RANGES = (
     (0xF900, 0xFAFF),
     (0x2F800, 0x2FA1F),
 )
+# The same blocks as one RE2 character class, for TensorFlow's regex ops (one character each).
+CJK_CHARACTER_CLASS = (
+    "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
+)
 
 
 def convert_to_unicode(text: str | bytes) -> str:

@@ -25,7 +25,7 @@ import tensorflow as tf
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
-from official_bert.tokenization import _CJK_RANGES
+from official_bert.tokenization import CJK_CHARACTER_CLASS
 
 # The original run_squad.py's whitespace (read_squad_examples): runs of these join the answer's
 # words with one space in predictions.json.
@@ -59,12 +59,7 @@ def _starts_a_word(chars: tf.RaggedTensor, is_space: tf.Tensor) -> tf.Tensor:
     character each; `is_space` bool [num chars]) begins a word as split_context splits the
     context: a non-space after a space or at the start, and every CJK ideograph and the
     character after one (an ideograph is a word of its own)."""
-    code_points = tf.reduce_max(
-        tf.strings.unicode_decode(chars.flat_values, "UTF-8", errors="replace"), axis=1
-    )
-    is_cjk = tf.zeros_like(is_space)
-    for low, high in _CJK_RANGES:
-        is_cjk = tf.logical_or(is_cjk, tf.logical_and(code_points >= low, code_points <= high))
+    is_cjk = tf.strings.regex_full_match(chars.flat_values, CJK_CHARACTER_CLASS)
     first_in_row = tf.equal(tf.ragged.range(chars.row_lengths()).flat_values, 0)
     # The character before in the flat list (a row's first has first_in_row instead).
     previous_space = tf.roll(is_space, 1, axis=0)

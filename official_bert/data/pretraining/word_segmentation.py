@@ -27,14 +27,13 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
-from official_bert.tokenization import _CJK_RANGES, FastWordpieceBertTokenizer, _is_chinese_char
+from official_bert.tokenization import (
+    CJK_CHARACTER_CLASS,
+    FastWordpieceBertTokenizer,
+    _is_chinese_char,
+)
 
 WORD_SEGMENTERS = ("none", "jieba", "ref_file")
-
-# One BERT word that is a single CJK ideograph (the tokenizer spaces each one out).
-_CJK_WORD_PATTERN = (
-    "[" + "".join(f"\\x{{{low:X}}}-\\x{{{high:X}}}" for low, high in _CJK_RANGES) + "]"
-)
 
 
 def is_cjk_character(character: str) -> bool:
@@ -195,7 +194,8 @@ def word_continuation_marks(
     if segmenter is not None:
         # Each CJK ideograph is a word of one piece (its id or [UNK]); find those words.
         split = tokenizer.split_words(tf.constant(list(sentences), tf.string))
-        word_is_cjk = tf.strings.regex_full_match(split.flat_values, _CJK_WORD_PATTERN).numpy()
+        # A word that is one ideograph matches the one-character class.
+        word_is_cjk = tf.strings.regex_full_match(split.flat_values, CJK_CHARACTER_CLASS).numpy()
         pieces_per_word = np.diff(words.values.row_splits.numpy())
         piece_is_cjk = np.repeat(word_is_cjk, pieces_per_word)
         cjk_before = np.concatenate([[0], np.cumsum(piece_is_cjk)])
