@@ -52,16 +52,24 @@ def test_a_script_prints_the_message_alone_unless_asked_for_more(tmp_path, verbo
         assert result.stderr.strip().splitlines() == [f"run_pretraining.py: error: {message}"]
 
 
-def test_training_stopped_by_a_signal_exits_as_the_signal_would(tmp_path):
+def _run_main_raising(raise_statement: str, tmp_path, imports: str = ""):
+    """A script whose main runs `raise_statement` under run_main, run in a fresh process."""
     code = (
-        "import sys\n"
+        f"{imports}"
         "from official_bert.script_main import run_main\n"
-        "from official_bert.training.runner import TrainingStopped\n"
         "def main(argv):\n"
-        "    raise TrainingStopped(15, 590, 1000, 'out/ckpt-590')\n"
+        f"    {raise_statement}\n"
         "run_main(main)\n"
     )
-    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
+    return run_script(["-c", code], timeout=120, cwd=tmp_path)
+
+
+def test_training_stopped_by_a_signal_exits_as_the_signal_would(tmp_path):
+    result = _run_main_raising(
+        "raise TrainingStopped(15, 590, 1000, 'out/ckpt-590')",
+        tmp_path,
+        "from official_bert.training.runner import TrainingStopped\n",
+    )
     assert result.returncode == 128 + 15
     assert result.stderr.strip().splitlines()[-1] == (
         "-c: error: stopped by SIGTERM at step 590 of 1000, checkpoint out/ckpt-590 saved; run "
@@ -70,27 +78,18 @@ def test_training_stopped_by_a_signal_exits_as_the_signal_would(tmp_path):
 
 
 def test_a_folder_the_user_may_not_write_is_one_line(tmp_path):
-    code = (
-        "import tensorflow as tf\n"
-        "from official_bert.script_main import run_main\n"
-        "def main(argv):\n"
-        "    raise tf.errors.PermissionDeniedError(None, None, 'out/.x.tmp-1; Permission denied')\n"
-        "run_main(main)\n"
+    result = _run_main_raising(
+        "raise tf.errors.PermissionDeniedError(None, None, 'out/.x.tmp-1; Permission denied')",
+        tmp_path,
+        "import tensorflow as tf\n",
     )
-    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == ["-c: error: out/.x.tmp-1; Permission denied"]
 
 
 def test_ctrl_c_outside_training_is_one_line_and_exit_130(tmp_path):
     # While evaluating or exporting (training itself stops with a checkpoint).
-    code = (
-        "from official_bert.script_main import run_main\n"
-        "def main(argv):\n"
-        "    raise KeyboardInterrupt\n"
-        "run_main(main)\n"
-    )
-    result = run_script(["-c", code], timeout=120, cwd=tmp_path)
+    result = _run_main_raising("raise KeyboardInterrupt", tmp_path)
     assert result.returncode == 130
     assert result.stderr.strip().splitlines() == ["-c: interrupted; nothing half-written was kept"]
 
