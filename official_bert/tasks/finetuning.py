@@ -338,7 +338,7 @@ def load_init_checkpoint(
                 found,
             )
     else:
-        if head is not None and _head_was_read(head, initial_head):
+        if head is not None and _head_was_read(head.weights, initial_head):
             other_class = head_labels.other_head_class(init_checkpoint, named[0])
             if other_class is not None:
                 message = (
@@ -372,10 +372,9 @@ def _task_head_weights(model) -> list:
     return [variable for variable in model.weights if id(variable) not in encoder_weights]
 
 
-def _head_was_read(head, initial_values) -> bool:
-    """Whether loading replaced the initialization of `head` (a layer, or a list of its
-    weights); a checkpoint without the head leaves it as it was."""
-    weights = head if isinstance(head, list) else head.weights
+def _head_was_read(weights: list, initial_values: list) -> bool:
+    """Whether loading replaced the initialization of a head's `weights`; a checkpoint without
+    the head leaves them as they were."""
     return any(
         not np.array_equal(variable.numpy(), initial)
         for variable, initial in zip(weights, initial_values, strict=True)
