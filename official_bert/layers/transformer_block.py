@@ -110,6 +110,11 @@ class TransformerBlock(keras.layers.Layer):
         self.intermediate_dense.build(hidden_shape)
         self.output_dense.build((None, None, self.intermediate_size))
         self.output_layer_norm.build(hidden_shape)
+        if not self.trainable:
+            # Keras's MultiHeadAttention makes its projections in build(), after a
+            # `trainable = False` set on an enclosing layer reached it: they would stay trainable.
+            for layer in self._flatten_layers():
+                layer.trainable = False
         self.built = True
 
     def call(self, inputs, attention_mask=None, training=None, query_positions=None):
@@ -126,11 +131,12 @@ class TransformerBlock(keras.layers.Layer):
         return self.output_layer_norm(attention_output + layer_output)
 
     def compute_output_shape(
-        self, input_shape, attention_mask_shape=None, query_positions_shape=None
+        self, inputs_shape, attention_mask_shape=None, query_positions_shape=None
     ):
+        # Each argument is named after call()'s with "_shape": the functional API matches them.
         if query_positions_shape is not None:
-            return (input_shape[0], query_positions_shape[1], input_shape[2])
-        return input_shape
+            return (inputs_shape[0], query_positions_shape[1], inputs_shape[2])
+        return inputs_shape
 
     # === Config ===
     def get_config(self):

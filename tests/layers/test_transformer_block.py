@@ -40,3 +40,19 @@ def test_query_positions_equal_the_full_output_gathered():
         np.testing.assert_allclose(
             np.asarray(part), np.take_along_axis(full, positions[:, :, None], 1), atol=2e-6
         )
+
+
+def test_transformer_block_works_on_keras_inputs_in_the_functional_api():
+    import keras
+
+    hidden = keras.Input((None, 16))
+    mask = keras.Input((None, None), dtype="bool")
+    block = TransformerBlock(hidden_size=16, num_attention_heads=2, intermediate_size=32)
+    outputs = block(hidden, attention_mask=mask)
+    assert tuple(outputs.shape) == (None, None, 16)
+    model = keras.Model([hidden, mask], outputs)
+    x = np.random.default_rng(1).normal(size=(2, 5, 16)).astype("float32")
+    full = np.ones((2, 5, 5), bool)
+    np.testing.assert_allclose(
+        np.asarray(model([x, full])), np.asarray(block(x, attention_mask=full)), atol=1e-6
+    )

@@ -221,3 +221,24 @@ def test_output_positions_equal_the_full_output_gathered(fast, causal):
     dropped = encoder(inputs, training=True, output_positions=positions)
     assert dropped["sequence_output"].shape == (3, 4, 32)
     assert not np.allclose(np.asarray(dropped["sequence_output"]), expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_freezing_before_the_build_freezes_every_weight(fast):
+    """Keras's MultiHeadAttention makes its projections when built: a `trainable = False` set
+    on the encoder before that must still reach them, so fit changes only the head."""
+    from official_bert.kernels.switch import fast_kernels
+    from official_bert.models import BertClassifier
+
+    with fast_kernels(fast):
+        encoder = BertEncoder(**tiny_encoder_kwargs())
+        encoder.trainable = False
+        model = BertClassifier(encoder, num_classes=2)
+        inputs = random_inputs(batch=4, seq=8)
+        model(inputs)
+    assert len(model.trainable_weights) == 2  # the head's kernel and bias
+    before = [np.asarray(w).copy() for w in encoder.weights]
+    model.compile(keras.optimizers.Adam(1e-2), keras.losses.SparseCategoricalCrossentropy(True))
+    model.fit(inputs, np.array([0, 1, 0, 1]), epochs=2, verbose=0)
+    for weight, value in zip(encoder.weights, before, strict=True):
+        np.testing.assert_array_equal(np.asarray(weight), value, err_msg=weight.path)
