@@ -1,6 +1,7 @@
 """BertEmbeddings: word + position + token-type embeddings, LayerNorm and dropout."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 from official_bert.kernels.packed_bits_dropout import dropout_layer
@@ -84,6 +85,19 @@ class BertEmbeddings(keras.layers.Layer):
             )
         if seq_length is None:
             seq_length = ops.shape(input_word_ids)[1]
+            # Known only when run (a serving signature, a TF Hub module): the same message as
+            # above from an assertion the position slice waits for; without it the user saw
+            # "Incompatible shapes" from the add below. (XLA compiles the assertion away.)
+            too_long = tf.debugging.assert_less_equal(
+                seq_length,
+                self.max_position_embeddings,
+                message=(
+                    "sequence length is longer than max_position_embeddings "
+                    f"({self.max_position_embeddings}) of this model"
+                ),
+            )
+            with tf.control_dependencies([too_long]):
+                seq_length = tf.identity(seq_length)
         embeddings = self.word_embeddings(input_word_ids)
         embeddings = embeddings + self.token_type_embeddings(input_type_ids)
         positions = ops.cast(self.position_embeddings[:seq_length], embeddings.dtype)

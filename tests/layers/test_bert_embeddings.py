@@ -37,3 +37,18 @@ def test_embeddings_refuse_sequences_longer_than_the_position_table():
         ValueError, match="sequence length 5 is longer than max_position_embeddings"
     ):
         layer(ids, ids)
+
+
+def test_a_sequence_length_known_only_when_run_is_checked_with_the_same_message():
+    import tensorflow as tf
+
+    layer = BertEmbeddings(vocab_size=20, hidden_size=8, max_position_embeddings=4)
+    layer.build()
+    spec = tf.TensorSpec([None, None], tf.int32)
+    embed = tf.function(lambda ids: layer(ids, ids), input_signature=[spec])
+    assert embed(np.zeros((2, 4), np.int32)).shape == (2, 4, 8)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"sequence length is longer than max_position_embeddings \(4\)",
+    ):
+        embed(np.zeros((2, 5), np.int32))
