@@ -29,7 +29,14 @@ _ALIASES = {"gelu_new": "gelu", "gelu_tanh": "gelu", "gelu_erf": "gelu_exact", "
 
 
 def canonical_activation_name(name: str) -> str:
-    """Returns our name for an activation, or raises ValueError naming the known ones."""
+    """Returns our name for an activation, or raises ValueError naming the known ones.
+
+    Only names: a config must serialize, and a name says which GELU form a checkpoint
+    was trained with (a Python function does not); a callable raises TypeError.
+    """
+    if name is not None and not isinstance(name, str):
+        known = sorted(set(_ACTIVATIONS) | set(_ALIASES))
+        raise TypeError(f"activation must be a name, one of {known}; got {name!r}")
     key = (name or "linear").lower()
     key = _ALIASES.get(key, key)
     if key not in _ACTIVATIONS:

@@ -30,3 +30,5 @@ def test_aliases_and_unknown_names():
     assert canonical_activation_name("silu") == "swish"
     with pytest.raises(ValueError, match="unknown activation 'mish'"):
         get_activation("mish")
+    with pytest.raises(TypeError, match="activation must be a name"):
+        canonical_activation_name(get_activation("gelu"))
