@@ -120,3 +120,5 @@ def test_tfhub_notebook(tiny_exports, tmp_path):
     text = _output_text(notebook)
     assert "tf_keras and Keras 3 give the same pooled_output" in text
     assert "Keras 3 dev accuracy:" in text and "tf_keras dev accuracy:" in text
+    # MAX_TRAIN_EXAMPLES caps training only: the accuracy is over the whole dev split.
+    assert "32 train, 120 dev examples" in text, text[:2000]
