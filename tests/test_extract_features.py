@@ -398,3 +398,34 @@ def test_empty_lines_are_cls_sep_examples_as_in_the_original(original_tiny_dir, 
     result = _run(*flags, "--pooling=mean", "--output_format=npy")
     assert result.returncode == 0, result.stderr[-3000:]
     assert np.load(vectors).shape == (5, 64)
+
+
+def test_the_casing_a_released_models_folder_name_gives_is_logged(
+    original_tiny_dir, tmp_path, caplog
+):
+    """--do_lower_case left out: a folder named as Google's cased release is read cased, and
+    the log says so (the flag's default reads True in the original's help)."""
+    import logging
+    import shutil
+
+    from official_bert.tasks.feature_extraction import (
+        FeatureExtractionOptions,
+        run_feature_extraction,
+    )
+
+    release = tmp_path / "cased_L-2_H-128_A-2"
+    shutil.copytree(original_tiny_dir, release)
+    text = tmp_path / "input.txt"
+    text.write_text("Hello !\n")
+    options = FeatureExtractionOptions(
+        input_file=str(text),
+        output_file=str(tmp_path / "features.jsonl"),
+        init_checkpoint=str(release / "bert_model.ckpt"),
+        layers="-1",
+        max_seq_length=8,
+    )
+    with caplog.at_level(logging.INFO, logger="absl"):
+        assert run_feature_extraction(options) == 1
+    assert any("--do_lower_case not given: False" in r.getMessage() for r in caplog.records), [
+        r.getMessage() for r in caplog.records
+    ]

@@ -251,7 +251,8 @@ class FeatureExtractionOptions:
         None,
         help="Lower-case the input (True for uncased models). Default: the casing "
         "init_checkpoint's own files record (a TF Hub module's, a keras-hub preset's, a Hugging "
-        "Face tokenizer_config.json), else True.",
+        "Face tokenizer_config.json) or its released name says (cased_L-12_H-768_A-12), else "
+        "True.",
     )
     batch_size: int = option(32, help="Batch size for predictions.")
     use_tpu: bool = option(
@@ -343,6 +344,12 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     do_lower_case = options.do_lower_case
     if do_lower_case is None:
         do_lower_case = find_lower_case(init_checkpoint)
+        if do_lower_case is not None:
+            logging.info(
+                "--do_lower_case not given: %s, as %s records or names it",
+                do_lower_case,
+                init_checkpoint,
+            )
     if do_lower_case is None:
         do_lower_case = True  # the original flag's default
     validate_case_matches_checkpoint(do_lower_case, init_checkpoint)
