@@ -211,6 +211,18 @@ def whitespace_tokenize(text: str) -> list[str]:
     return text.split()
 
 
+# The original's --preserve_unused_tokens: a whitespace-separated word that is in the vocabulary
+# and matches this stays one token (its _UNUSED_TOKEN_RE; \d is any Unicode digit, as there).
+_UNUSED_TOKEN = re.compile(r"^\[unused\d+\]$")
+
+
+def is_preserved_token(token: str, vocab, preserve_unused_tokens: bool) -> bool:
+    """The original's `preserve_token`: with `preserve_unused_tokens`, whether `token` (a
+    whitespace-separated word before lower-casing, accent stripping and the punctuation split)
+    is an `[unusedN]` token of `vocab` (a container of tokens), kept whole and never WordPiece'd."""
+    return preserve_unused_tokens and token in vocab and bool(_UNUSED_TOKEN.search(token))
+
+
 def _is_whitespace(char: str) -> bool:
     # \t, \n and \r are control characters in Unicode, but the original counts them as spaces.
     if char in " \t\n\r":
@@ -248,10 +260,16 @@ class BasicTokenizer:
 
     Args:
       do_lower_case: lower-case with `str.lower()`, then drop accents (NFD, category Mn removed).
+      vocab: a container of tokens; only read with `preserve_unused_tokens`.
+      preserve_unused_tokens: the original's --preserve_unused_tokens: a whitespace-separated
+        word that is an `[unusedN]` token of `vocab` is kept as it is (not lower-cased, not
+        split on its brackets); see `is_preserved_token`.
     """
 
-    def __init__(self, do_lower_case: bool = True):
+    def __init__(self, do_lower_case: bool = True, vocab=(), preserve_unused_tokens: bool = False):
         self.do_lower_case = do_lower_case
+        self.vocab = vocab
+        self.preserve_unused_tokens = preserve_unused_tokens
 
     def tokenize(self, text: str | bytes) -> list[str]:
         """Returns the words of `text` (before WordPiece), as a list of str."""
@@ -262,6 +280,9 @@ class BasicTokenizer:
         text = self._tokenize_chinese_chars(text)
         split_tokens = []
         for token in whitespace_tokenize(text):
+            if is_preserved_token(token, self.vocab, self.preserve_unused_tokens):
+                split_tokens.append(token)
+                continue
             if self.do_lower_case:
                 token = token.lower()
                 token = self._run_strip_accents(token)
@@ -367,25 +388,41 @@ class FullTokenizer:
     Args:
       vocab_file: path of `vocab.txt` (one token a line).
       do_lower_case: True for uncased models. See `validate_case_matches_checkpoint`.
+      preserve_unused_tokens: the original's --preserve_unused_tokens: `[unusedN]` tokens of
+        the vocabulary written as whitespace-separated words in the text stay one token each
+        (see `BasicTokenizer`); off by default, as in the original.
 
     Attributes:
       vocab: OrderedDict token -> id, as `load_vocab` returns it.
       inv_vocab: dict id -> token.
     """
 
-    def __init__(self, vocab_file: str | os.PathLike, do_lower_case: bool = True):
+    def __init__(
+        self,
+        vocab_file: str | os.PathLike,
+        do_lower_case: bool = True,
+        preserve_unused_tokens: bool = False,
+    ):
         self.vocab = load_vocab(vocab_file)
         self.inv_vocab = {index: token for token, index in self.vocab.items()}
-        self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
+        self.basic_tokenizer = BasicTokenizer(
+            do_lower_case=do_lower_case,
+            vocab=self.vocab,
+            preserve_unused_tokens=preserve_unused_tokens,
+        )
         self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
 
     def tokenize(self, text: str | bytes) -> list[str]:
         """Returns the wordpieces of `text` as a list of str."""
-        return [
-            piece
-            for word in self.basic_tokenizer.tokenize(text)
-            for piece in self.wordpiece_tokenizer.tokenize(word)
-        ]
+        preserve = self.basic_tokenizer.preserve_unused_tokens
+        pieces = []
+        for word in self.basic_tokenizer.tokenize(text):
+            # As the original: a preserved word skips WordPiece (and its length limit).
+            if is_preserved_token(word, self.vocab, preserve):
+                pieces.append(word)
+            else:
+                pieces.extend(self.wordpiece_tokenizer.tokenize(word))
+        return pieces
 
     def convert_tokens_to_ids(self, tokens) -> list[int]:
         """Raises KeyError naming the first token that is not in the vocabulary."""
@@ -533,6 +570,11 @@ def compute_character_classes() -> dict[str, str]:
     return patterns
 
 
+# A preserved word as FastWordpieceBertTokenizer._mark_preserved_words writes it (group 1: the
+# token without its brackets); U+FFFD cannot come from the text, step 2 of the pipeline drops it.
+_PRESERVED_WORD_MARKED = "^\ufffd(.*)\ufffd$"
+
+
 class FastWordpieceBertTokenizer(tf.Module):
     """`FullTokenizer` rebuilt from TensorFlow ops: same ids, usable in graphs, tf.data and exports.
 
@@ -564,6 +606,14 @@ class FastWordpieceBertTokenizer(tf.Module):
     case-ignorable). Tests compare the words of both tokenizers for every code point, alone and
     around sigmas, and the ids on the shared corpus, cased and uncased.
 
+    With `preserve_unused_tokens` (the original's --preserve_unused_tokens), step 2 is followed by
+    the original's test of each whitespace-separated word (after `_clean_text` and the spacing of
+    CJK ideographs, before lower-casing): an `[unusedN]` of the vocabulary gets U+FFFD in place
+    of its brackets, which steps 3 and 4 leave alone (it is no letter, mark, punctuation or space)
+    and which the input cannot hold (step 2 removed it); after the split such a word gets its
+    brackets back and WordPiece finds it whole in the vocabulary. Its characters are the same as
+    without the option, so the offsets of `tokenize_words_with_offsets` hold as they are.
+
     Known difference from `FullTokenizer`, pinned by a test: NFD (uncased only) decomposes 20
     characters assigned in Unicode 16.0 that Python 3.11 does not know (U+105C9, U+105E4, U+11383,
     U+11385, U+1138E, U+11391, U+113C5, U+113C7, U+113C8, U+16121..U+16128, U+16D68..U+16D6A:
@@ -580,6 +630,8 @@ class FastWordpieceBertTokenizer(tf.Module):
       do_lower_case: True for uncased models, as for `FullTokenizer`.
       max_input_chars_per_word: longer words become "[UNK]" (the original's 200).
       name: name of the tf.Module.
+      preserve_unused_tokens: as for `FullTokenizer`: each `[unusedN]` of the vocabulary written
+        as a whitespace-separated word stays one token.
 
     Attributes:
       vocab_size: int, the number of lines of `vocab_file` (the embedding table size).
@@ -599,6 +651,7 @@ class FastWordpieceBertTokenizer(tf.Module):
         do_lower_case: bool = True,
         max_input_chars_per_word: int = 200,
         name: str | None = None,
+        preserve_unused_tokens: bool = False,
     ):
         super().__init__(name=name)
         if isinstance(vocab_file, Mapping):
@@ -609,6 +662,10 @@ class FastWordpieceBertTokenizer(tf.Module):
             vocab = load_vocab(vocab_file)
         self.do_lower_case = do_lower_case
         self.max_input_chars_per_word = max_input_chars_per_word
+        self.preserve_unused_tokens = preserve_unused_tokens
+        self._preserved_word_pattern = (
+            self._preserved_word_pattern_of(vocab) if preserve_unused_tokens else None
+        )
         if self._UNK_TOKEN not in vocab:
             raise ValueError(
                 f"{self._vocab_file} has no {self._UNK_TOKEN!r} line; the tokenizer emits it for "
@@ -698,6 +755,20 @@ class FastWordpieceBertTokenizer(tf.Module):
         row_lengths = np.concatenate(lengths) if lengths else np.zeros([0], np.int64)
         return ids, np.concatenate([[0], np.cumsum(row_lengths)]).astype(np.int64)
 
+    @staticmethod
+    def _preserved_word_pattern_of(vocab) -> str | None:
+        """An RE2 pattern of the vocabulary's `[unusedN]` tokens (`is_preserved_token`) as
+        words: a space or the text's start (group 1), the token without its brackets (group 2),
+        a space or the text's end (group 3). None when the vocabulary has no such token."""
+        names = sorted(
+            re.escape(token[1:-1])
+            for token in vocab
+            if is_preserved_token(token, vocab, preserve_unused_tokens=True)
+        )
+        if not names:
+            return None
+        return "(^| )\\[(" + "|".join(names) + ")\\]( |$)"
+
     def _special_id(self, token: str) -> int:
         if token not in self._special_ids:
             raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file}")
@@ -745,7 +816,13 @@ class FastWordpieceBertTokenizer(tf.Module):
         # 5x faster than tensorflow_text.regex_split with the same classes.
         text = tf.strings.regex_replace(text, self._other_whitespace_pattern, " ")
         text = tf.strings.regex_replace(text, self._kept_delimiter_pattern, " \\0 ")
-        return tf.strings.split(text)
+        words = tf.strings.split(text)
+        if self._preserved_word_pattern is None:
+            return words
+        # The preserved words marked by _normalize get their brackets back.
+        return words.with_flat_values(
+            tf.strings.regex_replace(words.flat_values, _PRESERVED_WORD_MARKED, "[\\1]")
+        )
 
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, strings) -> tf.RaggedTensor:
@@ -936,11 +1013,25 @@ class FastWordpieceBertTokenizer(tf.Module):
     def _normalize(self, text: tf.Tensor) -> tf.Tensor:
         """Steps 2 and 3 of the pipeline on [batch] tf.string valid UTF-8; returns the same shape."""
         text = tf.strings.regex_replace(text, self._dropped_pattern, "")
+        if self._preserved_word_pattern is not None:
+            text = self._mark_preserved_words(text)
         if self.do_lower_case:
             text = self._lower(text)
             text = tf_text.normalize_utf8(text, "NFD")
             text = tf.strings.regex_replace(text, self._nonspacing_mark_pattern, "")
         return text
+
+    def _mark_preserved_words(self, text: tf.Tensor) -> tf.Tensor:
+        """[batch] tf.string after step 2 -> the same, each preserved `[unusedN]` word (words as
+        the original's whitespace split sees them after _tokenize_chinese_chars) written
+        U+FFFD unusedN U+FFFD, and spaces in place of whitespace (split_words' later passes do
+        the same, so nothing else changes)."""
+        text = tf.strings.regex_replace(text, self._other_whitespace_pattern, " ")
+        text = tf.strings.regex_replace(text, CJK_CHARACTER_CLASS, " \\0 ")
+        # RE2 has no lookaround: with every space doubled, two adjacent words each have a
+        # delimiting space of their own to match.
+        text = tf.strings.regex_replace(text, " ", "  ")
+        return tf.strings.regex_replace(text, self._preserved_word_pattern, "\\1\ufffd\\2\ufffd\\3")
 
     @tf.autograph.experimental.do_not_convert
     def _lower(self, text: tf.Tensor) -> tf.Tensor:
@@ -978,7 +1069,8 @@ def as_fast_tokenizer(
 ) -> FastWordpieceBertTokenizer:
     """The tokenizer a pipeline runs: `tokenizer` itself, or for a `FullTokenizer` (the
     original's API, which pipelines accept) a FastWordpieceBertTokenizer over the same
-    vocabulary, casing and word length limit, made once per FullTokenizer.
+    vocabulary, casing, word length limit and preserve_unused_tokens, made once per
+    FullTokenizer.
 
     Raises:
       TypeError: `tokenizer` is neither.
@@ -993,6 +1085,7 @@ def as_fast_tokenizer(
         tokenizer.basic_tokenizer.do_lower_case,
         tokenizer.wordpiece_tokenizer.max_input_chars_per_word,
         tokenizer.wordpiece_tokenizer.unk_token,
+        tokenizer.basic_tokenizer.preserve_unused_tokens,
     )
     cached = _FAST_TWINS.get(tokenizer)
     if cached is None or cached[0] != settings:
@@ -1002,7 +1095,10 @@ def as_fast_tokenizer(
                 f"{FastWordpieceBertTokenizer._UNK_TOKEN!r}"
             )
         fast = FastWordpieceBertTokenizer(
-            tokenizer.vocab, do_lower_case=settings[0], max_input_chars_per_word=settings[1]
+            tokenizer.vocab,
+            do_lower_case=settings[0],
+            max_input_chars_per_word=settings[1],
+            preserve_unused_tokens=settings[3],
         )
         cached = _FAST_TWINS[tokenizer] = (settings, fast)
     return cached[1]
