@@ -529,3 +529,26 @@ def test_outputs_through_a_symbolic_link_and_into_a_fifo(vocab_file, tmp_path):
     assert received == [expected]
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert not (tmp_path / ".pipe.tfrecord.summary.json").exists()
+
+
+def test_preserve_unused_tokens_flag_keeps_unused_tokens_whole(vocab_file, tmp_path):
+    # The original's --preserve_unused_tokens (bert-tensorflow 1.0.4): "[unused1]" written as a
+    # word is one token of the vocab; without it, "[", "unused", "##1", "]".
+    corpus = tmp_path / "corpus.txt"
+    sentences = "".join(f"the [unused1] and [unused2] of line {n}.\n" for n in range(12))
+    corpus.write_text(sentences + "\n" + sentences, encoding="utf-8")
+    vocab = load_vocab(vocab_file)
+    unused_ids = {vocab["[unused1]"], vocab["[unused2]"]}
+    output = tmp_path / "o.tfrecord"
+    flags = [f"--input_file={corpus}", f"--vocab_file={vocab_file}", f"--output_file={output}"]
+    plain = _run_script(*flags, "--dupe_factor=1")
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    plain_ids = {int(i) for example in _read(output) for i in example["input_ids"]}
+    assert not plain_ids & unused_ids
+    # The same output and inputs with the flag: the setting is part of the reuse check.
+    preserved = _run_script(*flags, "--dupe_factor=1", "--preserve_unused_tokens=true")
+    assert preserved.returncode == 0, preserved.stderr[-2000:]
+    preserved_ids = {int(i) for example in _read(output) for i in example["input_ids"]}
+    assert preserved_ids >= unused_ids
+    summary = json.loads((tmp_path / ".o.tfrecord.summary.json").read_text())
+    assert summary["settings"]["preserve_unused_tokens"] is True

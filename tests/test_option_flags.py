@@ -8,6 +8,7 @@ from absl import flags
 
 from official_bert.option_flags import define_option_flags, flag_fields, option, options_from_flags
 from official_bert.tasks.classification import ClassifierOptions
+from official_bert.tasks.feature_extraction import FeatureExtractionOptions
 from official_bert.tasks.pretraining import PretrainingOptions
 from official_bert.tasks.squad import SquadOptions
 from official_bert.training.training_options import TrainingOptions
@@ -109,6 +110,7 @@ ORIGINAL_FLAGS = {
         predict_batch_size=8,
         num_train_epochs=3.0,
         warmup_proportion=0.1,
+        preserve_unused_tokens=False,
     ),
     SquadOptions: dict(
         ORIGINAL_TRAINING_FLAGS,
@@ -130,6 +132,7 @@ ORIGINAL_FLAGS = {
         verbose_logging=False,
         version_2_with_negative=False,
         null_score_diff_threshold=0.0,
+        preserve_unused_tokens=False,
     ),
     PretrainingOptions: dict(
         ORIGINAL_TRAINING_FLAGS,
@@ -158,3 +161,21 @@ def test_the_scripts_keep_the_original_flags_and_defaults(options_class):
     if options_class is not PretrainingOptions:
         # True unless an exported encoder says otherwise (resolved when the options are made).
         assert "do_lower_case" in flag_values
+
+
+@pytest.mark.parametrize(
+    "options_class",
+    [ClassifierOptions, SquadOptions, FeatureExtractionOptions],
+    ids=lambda c: c.__name__,
+)
+def test_preserve_unused_tokens_is_the_originals_flag(options_class):
+    # bert-tensorflow 1.0.4's tokenization.py defines it (default False) for every script.
+    flag_values = flags.FlagValues()
+    define_option_flags(options_class, flag_values)
+    flag = flag_values["preserve_unused_tokens"]
+    assert flag.default is False
+    assert flag.help == (
+        "If True, Wordpiece tokenization will not be applied to words in the vocab."
+    )
+    flag_values(["program", "--preserve_unused_tokens=true"])
+    assert flag_values.preserve_unused_tokens is True

@@ -29,6 +29,11 @@ def define_flags() -> None:
     )
     flags.DEFINE_string("vocab_file", None, "The vocab.txt the BERT model was trained on.")
     flags.DEFINE_bool("do_lower_case", True, "Lower-case the input (True for uncased models).")
+    flags.DEFINE_bool(
+        "preserve_unused_tokens",
+        False,
+        "If True, Wordpiece tokenization will not be applied to words in the vocab.",
+    )
     flags.DEFINE_bool("do_whole_word_mask", False, "Mask whole words instead of single wordpieces.")
     flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
     flags.DEFINE_integer(
@@ -130,6 +135,7 @@ def main(_):
     settings = PretrainingDataSettings(
         vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case,
+        preserve_unused_tokens=FLAGS.preserve_unused_tokens,
         do_whole_word_mask=FLAGS.do_whole_word_mask,
         max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,

@@ -34,6 +34,8 @@ class BertInputPacker(tf.Module):
       tokenizer: a FastWordpieceBertTokenizer (or a vocab file path with `do_lower_case`).
       max_seq_length: the padded length of every output.
       do_lower_case: used only when `tokenizer` is a vocab file path.
+      preserve_unused_tokens: used only when `tokenizer` is a vocab file path (the original's
+        --preserve_unused_tokens, see FastWordpieceBertTokenizer).
       tf_hub_packing: pack a pair whose B has no pieces as TF Hub's `bert_pack_inputs`
         (tensorflow_text.combine_segments) does, with a [SEP] for every segment, rather than
         as the original run_classifier.py (see `_pack_segments`); the two differ only there.
@@ -46,11 +48,16 @@ class BertInputPacker(tf.Module):
         do_lower_case: bool = True,
         name: str | None = None,
         tf_hub_packing: bool = False,
+        preserve_unused_tokens: bool = False,
     ):
         super().__init__(name=name)
         self.tf_hub_packing = tf_hub_packing
         if not isinstance(tokenizer, FastWordpieceBertTokenizer):
-            tokenizer = FastWordpieceBertTokenizer(tokenizer, do_lower_case=do_lower_case)
+            tokenizer = FastWordpieceBertTokenizer(
+                tokenizer,
+                do_lower_case=do_lower_case,
+                preserve_unused_tokens=preserve_unused_tokens,
+            )
         if max_seq_length < 3:
             raise ValueError(
                 f"max_seq_length must be at least 3 ([CLS] A [SEP]), got {max_seq_length}"

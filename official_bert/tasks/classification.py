@@ -373,7 +373,10 @@ class ClassificationTask(FinetuningTask):
         super().prepare(strategy)
         options = self.options
         self.packer = BertInputPacker(
-            options.vocab_file, options.max_seq_length, options.do_lower_case
+            options.vocab_file,
+            options.max_seq_length,
+            options.do_lower_case,
+            preserve_unused_tokens=options.preserve_unused_tokens,
         )
         encode = self.encode_examples if options.doc_stride is None else self.encode_windows
         train, dev, test = requested_split_records(

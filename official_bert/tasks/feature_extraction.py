@@ -254,6 +254,12 @@ class FeatureExtractionOptions:
         "Face tokenizer_config.json) or its released name says (cased_L-12_H-768_A-12), else "
         "True.",
     )
+    preserve_unused_tokens: bool = option(
+        False,
+        # The original's help text: the [unusedN] tokens of the vocab written as words of their
+        # own stay one token (tokenization.is_preserved_token).
+        help="If True, Wordpiece tokenization will not be applied to words in the vocab.",
+    )
     batch_size: int = option(32, help="Batch size for predictions.")
     use_tpu: bool = option(
         False, help="Accepted for compatibility and ignored: features are computed on the host."
@@ -383,7 +389,11 @@ def run_feature_extraction(options: FeatureExtractionOptions) -> int:
     if options.fast_kernels:
         # The same outputs (dict of sequence, pooled and per-layer outputs) from fused products.
         encoder = FusedInferenceEncoder(encoder, dtype=options.inference_dtype)
-    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(
+        vocab_file,
+        do_lower_case=do_lower_case,
+        preserve_unused_tokens=options.preserve_unused_tokens,
+    )
     features = convert_text_examples(
         read_text_examples(options.input_file),
         tokenizer,

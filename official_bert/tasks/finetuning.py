@@ -65,6 +65,12 @@ class FinetuningOptions(TrainingOptions):
         "Face tokenizer_config.json) or its released name says (cased_L-12_H-768_A-12), "
         "else true.",
     )
+    preserve_unused_tokens: bool = option(
+        False,
+        # The original's help text: it means the [unusedN] tokens of the vocab, written as words
+        # of their own (tokenization.is_preserved_token).
+        help="If True, Wordpiece tokenization will not be applied to words in the vocab.",
+    )
     max_seq_length: int = option(128, help="Wordpieces per example, after packing.")
     do_train: bool = option(False, help="Whether to train.")
     do_eval: bool = option(False, help="Whether to evaluate on the dev set.")

@@ -186,7 +186,12 @@ class MultiTaskTask(FinetuningTask):
     def prepare(self, strategy) -> None:
         super().prepare(strategy)
         options = self.options
-        packer = BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case)
+        packer = BertInputPacker(
+            options.vocab_file,
+            options.max_seq_length,
+            options.do_lower_case,
+            preserve_unused_tokens=options.preserve_unused_tokens,
+        )
         splits = {"train": options.train_batch_size} if options.do_train else {}
         if options.do_eval:
             splits["dev"] = options.eval_batch_size

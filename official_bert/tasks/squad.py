@@ -282,6 +282,7 @@ class SquadTask(FinetuningTask):
                 options.doc_stride,
                 options.max_query_length,
                 options.version_2_with_negative,
+                preserve_unused_tokens=options.preserve_unused_tokens,
             )
             # As the original: steps from the number of examples (questions), not of windows.
             self.num_train_steps = epoch_train_steps(self.train_records.num_examples, options)
@@ -294,7 +295,11 @@ class SquadTask(FinetuningTask):
                 self.num_warmup_steps(),
             )
         if options.do_predict:
-            tokenizer = FastWordpieceBertTokenizer(options.vocab_file, options.do_lower_case)
+            tokenizer = FastWordpieceBertTokenizer(
+                options.vocab_file,
+                options.do_lower_case,
+                preserve_unused_tokens=options.preserve_unused_tokens,
+            )
             self.predict_examples = read_squad_examples(
                 options.predict_file, False, options.version_2_with_negative
             ).examples
@@ -350,7 +355,12 @@ class SquadTask(FinetuningTask):
         options = self.options
         return export_squad_serving_model(
             runner.model,
-            BertInputPacker(options.vocab_file, options.max_seq_length, options.do_lower_case),
+            BertInputPacker(
+                options.vocab_file,
+                options.max_seq_length,
+                options.do_lower_case,
+                preserve_unused_tokens=options.preserve_unused_tokens,
+            ),
             options.export_dir,
             doc_stride=options.doc_stride,
             max_query_length=options.max_query_length,

@@ -290,6 +290,8 @@ def prepare_classifier_records(
     }
     if doc_stride is not None:  # only then: the summaries of earlier runs stay valid
         settings["doc_stride"] = doc_stride
+    if packer.tokenizer.preserve_unused_tokens:  # the same
+        settings["preserve_unused_tokens"] = True
     summary_file = summary_path(path)  # `.NAME.summary.json`: no glob of the records reads it
     summary = read_completed_summary(summary_file, [path], settings)
     if summary is not None:

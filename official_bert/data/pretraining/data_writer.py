@@ -99,6 +99,7 @@ class PretrainingDataSettings:
 
     vocab_file: str
     do_lower_case: bool = True
+    preserve_unused_tokens: bool = False
     do_whole_word_mask: bool = False
     max_seq_length: int = 128
     max_predictions_per_seq: int = 20
@@ -160,7 +161,11 @@ class ChunkProcessor:
         from official_bert.tokenization import FastWordpieceBertTokenizer
 
         self.settings = settings
-        self.tokenizer = FastWordpieceBertTokenizer(settings.vocab_file, settings.do_lower_case)
+        self.tokenizer = FastWordpieceBertTokenizer(
+            settings.vocab_file,
+            settings.do_lower_case,
+            preserve_unused_tokens=settings.preserve_unused_tokens,
+        )
         vocab = load_vocab(settings.vocab_file)
         is_continuation = np.zeros(self.tokenizer.vocab_size, bool)
         for token, index in vocab.items():
@@ -610,6 +615,8 @@ def write_pretraining_examples(
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
     settings_dict = dataclasses.asdict(settings)
+    if not settings.preserve_unused_tokens:  # recorded only when on: earlier summaries stay valid
+        del settings_dict["preserve_unused_tokens"]
     settings_dict.update(
         gzip_compress=gzip_compress,
         # Size and modification time: an input or vocab edited in place (even to the same size)

@@ -343,6 +343,7 @@ def prepare_squad_train_records(
     doc_stride: int,
     max_query_length: int,
     version_2_with_negative: bool,
+    preserve_unused_tokens: bool = False,
 ) -> SquadTrainRecords:
     """train.tf_record for train_file, reused while the data, vocab and settings are unchanged
     (a JSON summary written last beside it, `.train.tf_record.summary.json`, records them)."""
@@ -358,6 +359,8 @@ def prepare_squad_train_records(
         "max_query_length": max_query_length,
         "version_2_with_negative": version_2_with_negative,
     }
+    if preserve_unused_tokens:  # only then: the summaries of earlier runs stay valid
+        settings["preserve_unused_tokens"] = True
     summary_file = summary_path(output_path)
     summary = read_completed_summary(summary_file, [output_path], settings)
     if summary is not None:
@@ -370,7 +373,9 @@ def prepare_squad_train_records(
     read = read_squad_examples(train_file, True, version_2_with_negative)
     if not read.examples:
         raise ValueError(f"{train_file}: no training examples")
-    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case)
+    tokenizer = FastWordpieceBertTokenizer(
+        vocab_file, do_lower_case, preserve_unused_tokens=preserve_unused_tokens
+    )
     features = convert_examples_to_features(
         read.examples, tokenizer, max_seq_length, doc_stride, max_query_length, True
     )
