@@ -30,18 +30,24 @@ def is_file(path: str) -> bool:
     return tf.io.gfile.exists(path) and not tf.io.gfile.isdir(path)
 
 
-def check_input_is_a_file(path: str, flag: str) -> None:
-    """ValueError when the local `path` (given as --`flag`) exists but is a pipe, a FIFO or a
-    device (`<(command)`, /dev/stdin): TensorFlow's file reader gets no bytes from one (the
-    original read nothing from it either, silently), and the scripts read their inputs more
-    than once (a size first, or a pass per --dupe_factor)."""
+def check_input_is_a_file(path: str, flag: str, usual_name: str | None = None) -> None:
+    """ValueError when the local `path` (given as --`flag`) exists but is a folder (a user who
+    passes $BERT_BASE_DIR as --vocab_file: TensorFlow's reader fails with a traceback that ends
+    in "Is a directory") or a pipe, a FIFO or a device (`<(command)`, /dev/stdin): TensorFlow's
+    file reader gets no bytes from one (the original read nothing from it either, silently), and
+    the scripts read their inputs more than once (a size first, or a pass per --dupe_factor).
+    A folder that holds a file named `usual_name` ("vocab.txt") is answered with its path."""
     if not is_local(path):
         return
     try:
         mode = os.stat(path).st_mode
     except OSError:
         return  # absent: the caller names it
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+    if stat.S_ISDIR(mode):
+        inside = os.path.join(path, usual_name) if usual_name else None
+        hint = f" ({inside}?)" if inside and os.path.isfile(inside) else ""
+        raise ValueError(f"--{flag}={path} is a folder, not a file; name the file in it{hint}")
+    if not stat.S_ISREG(mode):
         raise ValueError(
             f"--{flag}={path} is a pipe or a device, not a file: TensorFlow's file reader "
             "gets no lines from it; write them to a file first"

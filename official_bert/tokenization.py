@@ -13,6 +13,7 @@ text into ids with it; `as_fast_tokenizer` lets those that accept a tokenizer ta
 
 from __future__ import annotations
 
+import codecs
 import collections
 import functools
 import json
@@ -28,6 +29,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from official_bert.atomic_output import atomic_output
+from official_bert.file_system import check_input_is_a_file
 
 # === The original pure-Python tokenizer ===
 
@@ -76,22 +78,35 @@ def convert_to_unicode(text: str | bytes) -> str:
     raise ValueError(f"Unsupported string type: {type(text).__name__} (expected str or bytes)")
 
 
+class VocabularyError(ValueError):
+    """A vocab.txt that cannot serve: not UTF-8 text, or without a token that is needed."""
+
+
 def load_vocab(vocab_file: str | os.PathLike) -> collections.OrderedDict[str, int]:
     """Reads a `vocab.txt`: one token a line, the id is the line number (from 0).
 
     As in the original, each line is stripped of surrounding whitespace, and when a token appears
-    twice the later line wins (so ids can skip numbers). Paths go through `tf.io.gfile`, so
-    `gs://` works as it did in the original release.
+    twice the later line wins (so ids can skip numbers). A UTF-8 byte-order mark at the start
+    (Windows Notepad's "UTF-8") is not part of the first token. Paths go through `tf.io.gfile`,
+    so `gs://` works as it did in the original release.
 
     Raises:
       FileNotFoundError: `vocab_file` does not exist.
-      ValueError: a line is not valid UTF-8 (the file and line number are named).
+      ValueError: `vocab_file` is a folder.
+      VocabularyError: the file is UTF-16 or a line is not valid UTF-8 (the file and line number
+        are named).
     """
     path = os.fspath(vocab_file)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    check_input_is_a_file(path, "vocab_file", usual_name="vocab.txt")
     with tf.io.gfile.GFile(path, "rb") as reader:
         data = reader.read()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise VocabularyError(
+            f"{path} is not UTF-8: it starts with a UTF-16 byte-order mark; save it as UTF-8"
+        )
+    data = data.removeprefix(codecs.BOM_UTF8)
     # The original reads with readline(), which splits on "\n" only (not on "\r" or U+2028).
     lines = data.split(b"\n")
     if lines[-1] == b"":
@@ -101,12 +116,19 @@ def load_vocab(vocab_file: str | os.PathLike) -> collections.OrderedDict[str, in
         try:
             token = line.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise ValueError(
+            raise VocabularyError(
                 f"{path}, line {index + 1}: not valid UTF-8 ({error.reason} at byte "
                 f"{error.start}): {line!r}"
             ) from None
         vocab[token.strip()] = index
     return vocab
+
+
+def vocab_id_count(vocab: Mapping[str, int]) -> int:
+    """The number of ids a vocabulary (token -> id, as `load_vocab`) spans: its last token's id
+    plus one. Empty lines at the end of a vocab.txt (an editor's, `echo >> vocab.txt`) hold no
+    token that tokenizing produces, so they are not counted; ids stay line numbers."""
+    return max((index for token, index in vocab.items() if token), default=-1) + 1
 
 
 def convert_by_vocab(vocab, items):
@@ -634,12 +656,13 @@ class FastWordpieceBertTokenizer(tf.Module):
         as a whitespace-separated word stays one token.
 
     Attributes:
-      vocab_size: int, the number of lines of `vocab_file` (the embedding table size).
+      vocab_size: int, the number of ids of `vocab_file`: its lines, without empty ones at the
+        end (`vocab_id_count`); the embedding table may have more rows.
       tokens_by_id: numpy object array [vocab_size] of str, the token of each id (as `FullTokenizer.inv_vocab`; an id that
         no word can produce, a line overridden by a later duplicate or an empty line, holds a
         placeholder).
       cls_id, sep_id, pad_id, mask_id, unk_id: int ids of "[CLS]", "[SEP]", "[PAD]", "[MASK]",
-        "[UNK]"; reading one that the vocabulary lacks raises KeyError.
+        "[UNK]"; reading one that the vocabulary lacks raises VocabularyError.
     """
 
     _UNK_TOKEN = "[UNK]"
@@ -667,14 +690,14 @@ class FastWordpieceBertTokenizer(tf.Module):
             self._preserved_word_pattern_of(vocab) if preserve_unused_tokens else None
         )
         if self._UNK_TOKEN not in vocab:
-            raise ValueError(
+            raise VocabularyError(
                 f"{self._vocab_file} has no {self._UNK_TOKEN!r} line; the tokenizer emits it for "
                 "words it cannot split, so the vocabulary must contain it."
             )
         self._special_ids = {
             token: vocab[token] for token in self._SPECIAL_TOKENS if token in vocab
         }
-        self.vocab_size = max(vocab.values()) + 1
+        self.vocab_size = vocab_id_count(vocab)
         tokens_by_id = self._wordpiece_vocab(vocab)
         # A numpy array, not a list: tf.Module would wrap a list for checkpoint tracking, which
         # slows every lookup of `convert_ids_to_tokens`.
@@ -771,7 +794,11 @@ class FastWordpieceBertTokenizer(tf.Module):
 
     def _special_id(self, token: str) -> int:
         if token not in self._special_ids:
-            raise KeyError(f"{token!r} is not in the vocabulary {self._vocab_file}")
+            # A vocab made by another tool: the packer needs [CLS] and [SEP], masking [MASK].
+            raise VocabularyError(
+                f"{self._vocab_file} has no {token!r} line; BERT's inputs need it (use the "
+                "vocab.txt that was released with the checkpoint)"
+            )
         return self._special_ids[token]
 
     @staticmethod
@@ -782,7 +809,7 @@ class FastWordpieceBertTokenizer(tf.Module):
         lines can never be produced by the original; they get a placeholder with "[", which no
         word contains (it is punctuation), so that ids stay equal to line numbers.
         """
-        tokens = [f"[unreachable line {index + 1}]" for index in range(max(vocab.values()) + 1)]
+        tokens = [f"[unreachable line {index + 1}]" for index in range(vocab_id_count(vocab))]
         for token, index in vocab.items():
             if token:
                 tokens[index] = token

@@ -94,3 +94,16 @@ def test_a_pipe_as_an_input_is_named(tmp_path):
     check_input_is_a_file(str(regular), "input_file")
     check_input_is_a_file(str(tmp_path / "absent.txt"), "input_file")  # named by the caller
     check_input_is_a_file("gs://bucket/corpus.txt", "input_file")  # no local stat
+
+
+def test_a_folder_as_an_input_is_named(tmp_path):
+    """TensorFlow's reader fails on a folder with a traceback ending in "Is a directory"."""
+    with pytest.raises(
+        ValueError, match=r"--vocab_file=.* is a folder, not a file; name the file in it$"
+    ):
+        check_input_is_a_file(str(tmp_path), "vocab_file", usual_name="vocab.txt")
+    (tmp_path / "vocab.txt").write_text("[UNK]\n")
+    with pytest.raises(ValueError, match=rf"in it \({tmp_path / 'vocab.txt'}\?\)$"):
+        check_input_is_a_file(str(tmp_path), "vocab_file", usual_name="vocab.txt")
+    with pytest.raises(ValueError, match="is a folder"):
+        expand_input_patterns(str(tmp_path))

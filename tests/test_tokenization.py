@@ -19,7 +19,10 @@ from official_bert.tokenization import (
     BasicTokenizer,
     FastWordpieceBertTokenizer,
     FullTokenizer,
+    VocabularyError,
     WordpieceTokenizer,
+    load_vocab,
+    vocab_id_count,
 )
 
 SHARED_TEXT = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "text"
@@ -329,7 +332,8 @@ def test_fast_tokenizer_special_ids_and_size(tmp_path, original_vocab_file):
     assert fast.vocab_size == 6
     small = FastWordpieceBertTokenizer(original_vocab_file)
     assert (small.unk_id, small.cls_id, small.sep_id, small.vocab_size) == (0, 1, 2, 11)
-    with pytest.raises(KeyError, match=r"'\[MASK\]' is not in the vocabulary .*vocab\.txt"):
+    # A library error (a ValueError): the scripts print its one line, not a traceback.
+    with pytest.raises(VocabularyError, match=r"vocab\.txt has no '\[MASK\]' line"):
         _ = small.mask_id
 
 
@@ -727,3 +731,41 @@ def test_character_classes_are_computed_for_another_unicode_version(tmp_path, mo
         assert tokenization._character_classes() == {"computed": "yes"}
     finally:
         tokenization._character_classes.cache_clear()
+
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_token(tmp_path):
+    """Notepad's "UTF-8" starts the file with EF BB BF; "[PAD]" must stay "[PAD]" (the
+    preprocessing export asks for its id)."""
+    path = tmp_path / "vocab.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(t + "\n" for t in ORIGINAL_TEST_VOCAB).encode())
+    plain = write_vocab(tmp_path / "plain.txt", ORIGINAL_TEST_VOCAB)
+    assert load_vocab(path) == load_vocab(plain)
+    assert next(iter(load_vocab(path))) == ORIGINAL_TEST_VOCAB[0]
+    fast = FastWordpieceBertTokenizer(path)
+    assert fast.unk_id == 0 and fast.tokens_by_id[0] == "[UNK]"
+
+
+def test_a_utf16_vocab_is_named_as_not_utf8(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("".join(t + "\n" for t in ORIGINAL_TEST_VOCAB), encoding="utf-16")
+    with pytest.raises(VocabularyError, match=r"vocab\.txt is not UTF-8: .*UTF-16"):
+        load_vocab(path)
+
+
+def test_a_folder_as_vocab_file_is_named_with_the_vocab_in_it(tmp_path):
+    with pytest.raises(ValueError, match=r"--vocab_file=.* is a folder, not a file"):
+        load_vocab(tmp_path)
+    write_vocab(tmp_path / "vocab.txt", ORIGINAL_TEST_VOCAB)
+    with pytest.raises(ValueError, match=r"is a folder, not a file; .*\(.*vocab\.txt\?\)"):
+        load_vocab(tmp_path)
+
+
+def test_empty_lines_at_the_end_give_no_ids(tmp_path):
+    """`echo >> vocab.txt`: the empty last lines hold no token; ids stay line numbers."""
+    path = write_vocab(tmp_path / "vocab.txt", [*ORIGINAL_TEST_VOCAB, "", " "])
+    assert load_vocab(path)[""] == len(ORIGINAL_TEST_VOCAB) + 1  # as the original reads it
+    assert vocab_id_count(load_vocab(path)) == len(ORIGINAL_TEST_VOCAB)
+    fast = FastWordpieceBertTokenizer(path)
+    assert fast.vocab_size == len(ORIGINAL_TEST_VOCAB) == len(fast.tokens_by_id)
+    middle = write_vocab(tmp_path / "middle.txt", ["[UNK]", "", "a"])
+    assert vocab_id_count(load_vocab(middle)) == 3  # an empty line before a token counts

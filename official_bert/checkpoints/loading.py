@@ -29,6 +29,7 @@ from official_bert.checkpoints.tf_hub_encoder import (
     tf_hub_encoder_config,
     tf_hub_encoder_lower_case,
 )
+from official_bert.file_system import check_input_is_a_file
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
@@ -208,6 +209,8 @@ def read_bert_config(path: str):
         return tf_hub_encoder_config(path)
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"BERT config file not found: {path}")
+    # A folder here is not a module ($BERT_BASE_DIR itself): named, not TF's "Is a directory".
+    check_input_is_a_file(path, "bert_config_file", usual_name="bert_config.json")
     with tf.io.gfile.GFile(path, "r") as reader:
         try:
             values = json.load(reader)
