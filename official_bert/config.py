@@ -6,6 +6,7 @@ import copy
 import json
 
 import tensorflow as tf
+from absl import logging
 
 from official_bert.atomic_output import atomic_output
 
@@ -158,30 +159,45 @@ def read_json_object(path: str) -> dict | None:
 
 
 def count_vocab_lines(vocab_file: str) -> int:
-    """Number of entries in a vocab.txt (one token per line), as the original load_vocab reads it."""
-    if not tf.io.gfile.exists(vocab_file):
-        raise FileNotFoundError(f"vocab file not found: {vocab_file}")
-    with tf.io.gfile.GFile(vocab_file, "rb") as reader:
-        data = reader.read()
-    count = data.count(b"\n")
-    if data and not data.endswith(b"\n"):
-        count += 1
-    return count
+    """The number of ids a vocab.txt spans, as the tokenizers read it (`load_vocab`): its lines,
+    without empty ones at the end (`vocab_id_count`).
+
+    Raises FileNotFoundError, or ValueError naming the file where it is a folder or not UTF-8
+    (checked before counting: a UTF-16 file's "lines" mean nothing).
+    """
+    # Imported here: `import official_bert` reads configs without loading tensorflow_text.
+    from official_bert.tokenization import load_vocab, vocab_id_count
+
+    return vocab_id_count(load_vocab(vocab_file))
 
 
 def check_vocab_matches_config(
     config: BertConfig, vocab_file: str, config_file: str | None = None
 ) -> None:
-    """Raises BertConfigError when the vocab's line count is not `config.vocab_size`.
+    """Raises BertConfigError when the vocab has more ids than `config.vocab_size` (its last
+    tokens would have no row in the embedding table; the original silently produced NaNs or
+    out-of-range ids, google-research/bert#82, #1138).
 
-    The original code silently produced NaNs or out-of-range ids in this case
-    (google-research/bert#82, #1138).
+    A vocab with fewer ids than vocab_size is logged with a warning and accepted, as the
+    original does: an embedding table padded (to a multiple of 8, say) has rows that no token
+    reaches, and every id the vocab gives has its row.
     """
     lines = count_vocab_lines(vocab_file)
-    if lines != config.vocab_size:
-        where = config_file or "the BERT config"
+    where = config_file or "the BERT config"
+    if lines > config.vocab_size:
         raise BertConfigError(
             f"vocab file {vocab_file} has {lines} lines but {where} says vocab_size = "
-            f"{config.vocab_size}; they must be equal (use the vocab.txt that was released "
-            "with the checkpoint)"
+            f"{config.vocab_size}: the ids of its last {lines - config.vocab_size} tokens have "
+            "no row in the embedding table (use the vocab.txt that was released with the "
+            "checkpoint)"
+        )
+    if lines < config.vocab_size:
+        logging.warning(
+            "vocab file %s has %d lines, fewer than vocab_size = %d in %s: the embedding "
+            "table's last %d rows belong to no token (a table padded, e.g. to a multiple of 8)",
+            vocab_file,
+            lines,
+            config.vocab_size,
+            where,
+            config.vocab_size - lines,
         )

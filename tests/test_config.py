@@ -1,8 +1,15 @@
 import json
 
 import pytest
+from absl import logging as absl_logging
 
-from official_bert.config import BertConfig, BertConfigError, check_vocab_matches_config
+from official_bert.checkpoints.loading import read_bert_config
+from official_bert.config import (
+    BertConfig,
+    BertConfigError,
+    check_vocab_matches_config,
+    count_vocab_lines,
+)
 
 
 def test_reads_original_config_and_writes_it_like_the_original(original_tiny_dir, tmp_path):
@@ -53,18 +60,54 @@ def test_defaults_are_the_originals():
     }
 
 
-def test_vocab_size_mismatch_names_both_numbers_and_files(tmp_path):
+def test_a_vocab_longer_than_vocab_size_names_both_numbers_and_files(tmp_path):
+    """Its last tokens' ids would have no embedding row: refused."""
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("\n".join(f"tok{i}" for i in range(7)) + "\n")
+    vocab.write_text("\n".join(f"tok{i}" for i in range(9)) + "\n")
     config_file = tmp_path / "bert_config.json"
-    BertConfig(vocab_size=9).to_json_file(str(config_file))
+    BertConfig(vocab_size=7).to_json_file(str(config_file))
     config = BertConfig.from_json_file(str(config_file))
     with pytest.raises(BertConfigError) as error:
         check_vocab_matches_config(config, str(vocab), str(config_file))
     message = str(error.value)
-    assert "7 lines" in message and "vocab_size = 9" in message
+    assert "9 lines" in message and "vocab_size = 7" in message
     assert str(vocab) in message and str(config_file) in message
-    check_vocab_matches_config(BertConfig(vocab_size=7), str(vocab))  # equal: no error
+    check_vocab_matches_config(BertConfig(vocab_size=9), str(vocab))  # equal: no error
+
+
+def test_a_vocab_shorter_than_vocab_size_is_a_warning(tmp_path, caplog):
+    """An embedding table padded past the vocab (30522 tokens, vocab_size 30528), as the
+    original runs it: every id the vocab gives has its row."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(f"tok{i}" for i in range(7)) + "\n")
+    caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
+    check_vocab_matches_config(BertConfig(vocab_size=8), str(vocab), "bert_config.json")
+    assert f"vocab file {vocab} has 7 lines, fewer than vocab_size = 8" in caplog.text
+
+
+def test_empty_lines_at_the_end_of_the_vocab_are_not_counted(tmp_path):
+    """`echo >> vocab.txt` or an editor's last newline: the original reads the vocab fine."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"tok{i}\n" for i in range(7)) + "\n \n")
+    assert count_vocab_lines(str(vocab)) == 7
+    check_vocab_matches_config(BertConfig(vocab_size=7), str(vocab))
+
+
+def test_a_utf16_vocab_is_named_as_not_utf8_not_counted(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"tok{i}\n" for i in range(7)), encoding="utf-16")
+    with pytest.raises(ValueError, match=r"vocab\.txt is not UTF-8") as error:
+        check_vocab_matches_config(BertConfig(vocab_size=7), str(vocab))
+    assert "lines" not in str(error.value)
+
+
+def test_a_folder_as_config_or_vocab_is_named_with_the_file_in_it(tmp_path, tiny_checkpoint_dir):
+    """A user who passes $BERT_BASE_DIR: one line naming the flag, not TensorFlow's traceback."""
+    folder = str(tiny_checkpoint_dir)
+    with pytest.raises(ValueError, match=r"--bert_config_file=.* is a folder.*bert_config\.json\?"):
+        read_bert_config(folder)
+    with pytest.raises(ValueError, match=r"--vocab_file=.* is a folder.*vocab\.txt\?"):
+        check_vocab_matches_config(BertConfig(vocab_size=7), folder)
 
 
 @pytest.mark.parametrize(

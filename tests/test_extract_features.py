@@ -140,14 +140,16 @@ def test_bad_input_is_a_clear_error_and_leaves_no_output(
 
 def test_vocab_mismatch_and_missing_input(original_tiny_dir, tmp_path):
     vocab = tmp_path / "vocab.txt"
-    vocab.write_text("[PAD]\n[UNK]\n")
+    # Longer than the embedding table (a shorter vocab is a warning: a padded table).
+    original = (original_tiny_dir / "vocab.txt").read_text(encoding="utf-8")
+    vocab.write_text(original + "[extra0]\n[extra1]\n", encoding="utf-8")
     text = tmp_path / "input.txt"
     text.write_text("hello\n")
     flags = _flags(original_tiny_dir, text, tmp_path / "o.jsonl")
     result = _run(*[f for f in flags if not f.startswith("--vocab_file")], f"--vocab_file={vocab}")
     assert (
         result.returncode != 0
-        and "has 2 lines but" in result.stderr
+        and "has 1002 lines but" in result.stderr
         and "vocab_size = 1000" in result.stderr
     )
     result = _run(*_flags(original_tiny_dir, tmp_path / "missing.txt", tmp_path / "o.jsonl"))

@@ -61,6 +61,9 @@ class FillMaskServingModule(tf.Module):
         )
         inputs["masked_lm_positions"] = positions.to_tensor(default_value=0)
         logits = tf.cast(self.pretrainer(inputs, training=False)["mlm_logits"], tf.float32)
+        # An embedding table padded past the vocab (config.check_vocab_matches_config) has rows
+        # that are no token: not candidates (and past the end of token_names).
+        logits = logits[:, :, : len(tokenizer.tokens_by_id)]
         scores, token_ids = tf.math.top_k(tf.nn.softmax(logits, axis=-1), self.top_k)
         found = tf.sequence_mask(positions.row_lengths(), tf.shape(logits)[1])[:, :, None]
         return {

@@ -4,18 +4,22 @@ model gives in Python on the original tokenizer's ids."""
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.config import BertConfig
+from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.pretraining.data_writer import (
     PretrainingDataSettings,
     write_pretraining_examples,
 )
+from official_bert.export.fill_mask_serving import FillMaskServingModule
 from official_bert.models import BertEncoder, BertPretrainer
 from official_bert.tasks.pretraining import PretrainingOptions, run_pretraining
 from official_bert.tokenization import FullTokenizer
 from tests.conftest import REPO_ROOT
 from tests.export.fresh_process import serve_in_fresh_process
+from tests.tiny_data import tiny_bert_config, write_tiny_vocab
 
 TINY = dict(
     vocab_size=30522,  # the MiniLM vocab
@@ -165,3 +169,16 @@ def test_export_tfhub_fill_mask_of_a_checkpoint(
         np.testing.assert_allclose(
             np.reshape(served["scores"][index][: len(tokens)], [-1, 3]), probabilities, atol=1e-6
         )
+
+
+def test_rows_of_a_table_padded_past_the_vocab_are_never_a_token(tmp_path):
+    """vocab_size 104 for a 100-token vocab (a table padded, check_vocab_matches_config's
+    warning): the padded rows, however likely, are no candidate (and have no token name)."""
+    tokens = write_tiny_vocab(tmp_path / "vocab.txt")
+    pretrainer = BertPretrainer(BertEncoder.from_bert_config(tiny_bert_config(vocab_size=104)))
+    pretrainer.build()
+    (bias,) = [v for v in pretrainer.weights if v.path.endswith("output_bias")]
+    bias.assign(np.r_[np.zeros(100), np.full(4, 50.0)].astype("float32"))
+    module = FillMaskServingModule(pretrainer, BertInputPacker(tmp_path / "vocab.txt", 16), 3)
+    served = module.fill(tf.constant(["the [MASK] ."]))
+    assert all(token.decode() in tokens for token in served["tokens"].numpy().ravel())
