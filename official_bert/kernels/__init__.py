@@ -6,6 +6,8 @@ tested equal to it (tests/kernels/), and taken only when switched on.
   folded_dense              FoldedDense: a Dense on [batch, seq, in] as one 2-D MatMul
   batched_matmul_attention  BatchedMatmulAttention: the heads' products as batched MatMuls
   packed_bits_dropout       PackedBitsDropout: a dropout mask from half the random bits
+  replica_dropout           ReplicaDropout: the plain dropout, another mask on each replica
+                            (the twin PackedBitsDropout builds on; the layers use it)
   gelu_gradient             gelu_tanh: the tanh GELU with an XLA-fused gradient
   softmax_cross_entropy     sparse_softmax_cross_entropy on the oneDNN softmax
   fused_adam                fused_adam_update: scale, weight decay and Adam in one XLA loop
@@ -33,6 +35,7 @@ from official_bert.kernels.gelu_gradient import gelu_tanh
 from official_bert.kernels.host_allocator import prefer_bfc_cpu_allocator
 from official_bert.kernels.inference_encoder import FusedInferenceEncoder
 from official_bert.kernels.packed_bits_dropout import PackedBitsDropout, dropout_layer
+from official_bert.kernels.replica_dropout import ReplicaDropout
 from official_bert.kernels.softmax_cross_entropy import sparse_softmax_cross_entropy
 from official_bert.kernels.switch import fast_kernels, fast_kernels_enabled, use_fast_kernels
 
@@ -42,6 +45,7 @@ __all__ = [
     "FoldedEinsumDense",
     "FusedInferenceEncoder",
     "PackedBitsDropout",
+    "ReplicaDropout",
     "dense_layer",
     "dropout_layer",
     "fast_kernels",

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from official_bert.kernels.folded_dense import dense_layer
+from official_bert.kernels.replica_dropout import ReplicaDropout
 from official_bert.layers.initializers import bert_initializer
 
 
@@ -39,7 +40,8 @@ class ClassificationHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         # === Layers ===
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        # Keras's Dropout with a mask per replica of a strategy (one device: Keras's masks).
+        self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
         self.dense = dense_layer(
             num_classes,
             kernel_initializer=bert_initializer(initializer_range),

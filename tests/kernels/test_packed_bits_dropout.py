@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.kernels import BatchedMatmulAttention, PackedBitsDropout, fast_kernels
+from official_bert.kernels import (
+    BatchedMatmulAttention,
+    PackedBitsDropout,
+    ReplicaDropout,
+    fast_kernels,
+)
 from official_bert.kernels.packed_bits_dropout import dropout_layer
 from official_bert.layers import SelfAttention
 from tests.conftest import assert_config_round_trip
@@ -96,5 +101,5 @@ def test_dropout_layer_is_the_plain_dropout_unless_the_fast_kernels_are_on():
         plain = dropout_layer(0.1, name="d")
     with fast_kernels(True):
         fast = dropout_layer(0.1, name="d")
-    assert type(plain) is keras.layers.Dropout and type(fast) is PackedBitsDropout
+    assert type(plain) is ReplicaDropout and type(fast) is PackedBitsDropout
     assert plain.get_config() == fast.get_config()
