@@ -452,16 +452,20 @@ class Runner:
         """Trains up to num_train_steps updates of global_batch_size examples (the dataset's
         batches); returns (step, mean loss) per loop.
 
-        RuntimeError, before anything runs, where the environment asks oneDNN to keep the first
+        ValueError, naming --train_batch_size and --gradient_accumulation_steps (global_batch_size
+        is the task's train_batch_size), where the batch does not split into the replicas times
+        the micro-batches. RuntimeError, before anything runs, where the environment asks oneDNN to keep the first
         weights it sees (kernels.frozen_weights): training would compute with stale ones."""
         refuse_frozen_weight_products("training")
         settings = self.settings
         parts = self.strategy.num_replicas_in_sync * settings.gradient_accumulation_steps
         if global_batch_size % parts:
+            # The driver passes the task's --train_batch_size; the settings are the options.
             raise ValueError(
-                f"the batch of {global_batch_size} does not split into "
+                f"--train_batch_size={global_batch_size} does not split into "
                 f"{self.strategy.num_replicas_in_sync} replicas x "
-                f"{settings.gradient_accumulation_steps} micro-batches"
+                f"--gradient_accumulation_steps={settings.gradient_accumulation_steps} "
+                "micro-batches: make it a multiple of their product"
             )
         # A resumed run goes on with the batches the interrupted one had not reached: every step
         # reads one batch of each input pipeline for each of its replicas (MirroredStrategy

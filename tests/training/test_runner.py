@@ -131,7 +131,11 @@ def test_variables_without_gradients_accumulate_and_train_quietly(tmp_path, recw
 
 def test_batch_must_split_into_micro_batches(tmp_path):
     runner = make_runner(tmp_path, gradient_accumulation_steps=3)
-    with pytest.raises(ValueError, match="does not split into 1 replicas x 3 micro-batches"):
+    message = (
+        r"--train_batch_size=8 does not split into 1 replicas x "
+        r"--gradient_accumulation_steps=3 micro-batches"
+    )
+    with pytest.raises(ValueError, match=message):
         runner.train(dataset_fn_of(synthetic_pretraining_examples(8), 8), 8)
 
 
