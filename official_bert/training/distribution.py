@@ -46,6 +46,12 @@ def check_paths_for_tpu(tpu: str | None, paths: dict[str, str | None]) -> None:
         )
 
 
+def tpu_vm_device_files() -> list[str]:
+    """The TPU device files of a TPU VM on this machine (/dev/accel0... on TPU v2-v4, /dev/vfio/0...
+    on v5e and later); empty elsewhere."""
+    return glob.glob("/dev/accel[0-9]*") + glob.glob("/dev/vfio/[0-9]*")
+
+
 def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
     """The strategy name (and TPU) for the accelerators this machine can use.
 
@@ -58,7 +64,7 @@ def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
     candidates = [tpu] if tpu else []
     if not tpu and os.environ.get("COLAB_TPU_ADDR"):
         candidates.append("grpc://" + os.environ["COLAB_TPU_ADDR"])
-    if not tpu and (glob.glob("/dev/accel[0-9]*") or glob.glob("/dev/vfio/[0-9]*")):
+    if not tpu and tpu_vm_device_files():
         candidates.append("local")
     for candidate in candidates:
         try:
@@ -106,6 +112,13 @@ def create_strategy(
         check_paths_for_tpu(tpu, paths or {})
         if tpu.startswith("grpc://"):
             _check_reachable(tpu)
+        # Without TPU devices, initializing "local" fails with TensorFlow's kernel dump (no
+        # OpKernel for ConfigureDistributedTPU, the registered devices, the graph's ops).
+        if tpu == "local" and not tpu_vm_device_files():
+            raise ConnectionError(
+                "cannot use TPU 'local': this machine has no TPU devices (/dev/accel*, "
+                "/dev/vfio/*); --tpu=local is for a TPU VM, else name the TPU or its grpc:// address"
+            )
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
                 tpu=tpu, zone=zone, project=project, **({"job_name": job_name} if job_name else {})

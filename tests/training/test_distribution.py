@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from official_bert.config import BertConfig
+from official_bert.training import distribution
 from official_bert.training.distribution import (
     check_paths_for_tpu,
     create_strategy,
@@ -73,6 +74,20 @@ def test_tpu_without_a_tpu_fails_with_a_bounded_wait(closed_port_address, monkey
     assert timeouts == [5.0]
     with pytest.raises(ConnectionError, match="cannot use TPU 'local'"):
         create_strategy("tpu", "local")
+
+
+def test_local_tpu_without_tpu_devices_is_one_line_before_initializing(monkeypatch):
+    # Initializing TPU "local" without TPU devices raised TensorFlow's 6-line kernel dump.
+    def no_initialization(*args, **kwargs):
+        raise AssertionError("the TPU system was initialized")
+
+    monkeypatch.setattr(distribution, "tpu_vm_device_files", lambda: [])
+    monkeypatch.setattr(tf.tpu.experimental, "initialize_tpu_system", no_initialization)
+    with pytest.raises(ConnectionError) as raised:
+        create_strategy("tpu", "local")
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("cannot use TPU 'local': this machine has no TPU devices")
 
 
 def test_run_pretraining_use_tpu_fails_instead_of_hanging(closed_port_address, tmp_path):
