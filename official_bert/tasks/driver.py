@@ -115,11 +115,16 @@ def _run(task: Task) -> dict:
         if export_dir:
             results["export_dir"] = export_dir
             logging.info("Exported the serving SavedModel to %s", export_dir)
-    if task.do_eval:
-        results.update(task.evaluate(runner))
-    if task.do_predict:
-        start = time.time()
-        results.update(task.predict(runner))
-        results["predict_seconds"] = time.time() - start
+    # Evaluation and prediction run outside the strategy on the whole data (prediction.predict,
+    # Runner.evaluate): under multi-worker the chief alone does them and writes their files.
+    if not runner.is_chief and (task.do_eval or task.do_predict):
+        logging.info("Not the chief worker: the chief evaluates, predicts and writes the results")
+    else:
+        if task.do_eval:
+            results.update(task.evaluate(runner))
+        if task.do_predict:
+            start = time.time()
+            results.update(task.predict(runner))
+            results["predict_seconds"] = time.time() - start
     keras.backend.clear_session()
     return results

@@ -13,8 +13,14 @@ def predict(
 ) -> dict[str, np.ndarray]:
     """The model's outputs (dropout off) for every batch of `dataset`, in dataset order.
 
+    Under MultiWorkerMirroredStrategy the model runs outside the strategy, on this worker's
+    devices, over the whole dataset (as Runner.evaluate does): distributing it would shard it
+    over the workers (a single record file cannot be split by file) and leave each worker with
+    its share, which nothing gathers.
+
     Args:
-      strategy: the strategy the model was built under; batches are split over its replicas.
+      strategy: the strategy the model was built under; batches are split over its replicas
+        (not over the workers of a MultiWorkerMirroredStrategy: see above).
       model: a Keras model taking the dataset's dict batches; it returns a tensor or a dict.
       dataset: batches (a partial last batch is fine except on TPU).
       keep: batch fields to return beside the outputs (e.g. "label_ids").
@@ -22,10 +28,9 @@ def predict(
     Returns:
       numpy arrays concatenated over batches: "outputs" (or the model's own output names when it
       returns a dict), as float32, and each field of `keep`; per-token arrays of batches with
-      trimmed padding are zero-padded to the longest batch. Under a multi-worker strategy only
-      this worker's share of the data is returned.
+      trimmed padding are zero-padded to the longest batch. Every worker of a multi-worker
+      strategy returns the whole dataset's outputs.
     """
-    distributed = strategy.experimental_distribute_dataset(dataset)
 
     def replica_step(batch):
         outputs = model(batch, training=False)
@@ -35,16 +40,27 @@ def predict(
         results.update({name: batch[name] for name in keep})
         return results
 
-    # One trace for all batches, whatever their length (a partial last batch, trimmed padding).
-    @tf.function(input_signature=[distributed.element_spec])
-    def step(batch):
-        return strategy.run(replica_step, args=(batch,))
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        batches = dataset
+        # One trace for all batches, whatever their length (a partial last batch, trimmed padding).
+        step = tf.function(replica_step, input_signature=[dataset.element_spec])
+
+        def local_results(value):
+            return [value]
+    else:
+        batches = strategy.experimental_distribute_dataset(dataset)
+
+        @tf.function(input_signature=[batches.element_spec])
+        def step(batch):
+            return strategy.run(replica_step, args=(batch,))
+
+        local_results = strategy.experimental_local_results
 
     collected = collections.defaultdict(list)
-    for batch in distributed:
+    for batch in batches:
         for name, value in step(batch).items():
             # Replicas hold consecutive slices of the batch: their concatenation keeps the order.
-            for local in strategy.experimental_local_results(value):
+            for local in local_results(value):
                 collected[name].append(local.numpy())
     return {name: _concatenate_padded(parts) for name, parts in collected.items()}
 
