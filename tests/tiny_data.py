@@ -283,3 +283,24 @@ def write_tiny_multiple_choice_task(directory, layout="swag", seed=0, counts=(25
                     )
         written[split] = questions
     return written
+
+
+def tiny_classifier_options(data_dir, output_dir, **overrides):
+    """ClassifierOptions of a generic task in `data_dir` (write_tiny_task's) fine-tuned from the
+    original tiny checkpoint (tests/fixtures/orig_tiny_v1000), without the fast kernels."""
+    from official_bert.tasks.classification import ClassifierOptions
+    from tests.conftest import ORIGINAL_TINY
+
+    values = dict(
+        task_name="generic",
+        data_dir=str(data_dir),
+        output_dir=str(output_dir),
+        init_checkpoint=str(ORIGINAL_TINY / "bert_model.ckpt"),
+        max_seq_length=32,
+        train_batch_size=16,
+        num_train_epochs=0.5,
+        do_train=True,
+        fast_kernels=False,
+    )
+    values.update(overrides)
+    return ClassifierOptions(**values)

@@ -103,7 +103,7 @@ def _run(task: Task) -> dict:
     results: dict = {"history": []}
     if task.do_train:
         if runner.is_chief:
-            record_training(output_dir, task.options)
+            record_training(output_dir, task.options, resumed=resumed)
         start = time.time()
         results["history"] = runner.train(task.train_dataset, task.train_batch_size)
         results["train_seconds"] = time.time() - start

@@ -11,6 +11,10 @@ model on another, e.g. pre-training's phase of longer sequences, is a choice a u
 purpose). A run that does not train is not warned: evaluating or predicting with the trained
 model on other data is the original's workflow (run_classifier --task_name=MNLI-MM --do_eval on
 MNLI's output_dir).
+
+The starting weights (--init_checkpoint) are recorded too: a rerun naming another one resumes
+the fine-tuned model, as the original's Estimator does, and is warned that the new weights are
+not read.
 """
 
 from __future__ import annotations
@@ -26,11 +30,22 @@ from official_bert.data.text_corpus import expand_input_patterns
 from official_bert.file_system import absolute_path
 
 RECORD_NAME = ".trained_on.json"
-# The options that say what a run trains on, in the scripts' flag names.
-_FIELDS = ("task_name", "task_names", "data_dir", "data_dirs", "train_file", "input_file")
+# The options that say what a run trains on, and from which weights, in the scripts' flag names.
+_FIELDS = (
+    "task_name",
+    "task_names",
+    "data_dir",
+    "data_dirs",
+    "train_file",
+    "input_file",
+    "init_checkpoint",
+)
 # Those that name files (comma-separated globs): compared by the files they match, recorded
 # under "<name> matches".
 _FILE_FIELDS = ("train_file", "input_file")
+# Recorded even when unset (null: random initialization), so that a record without it is one
+# written before it was recorded, and is not compared.
+_ALWAYS_RECORDED = ("init_checkpoint",)
 _MATCHES = " matches"
 
 
@@ -52,6 +67,8 @@ def trained_on(options) -> dict:
     for name in _FIELDS:
         value = getattr(options, name, None)
         if value in (None, ""):
+            if name in _ALWAYS_RECORDED and hasattr(options, name):
+                recorded[name] = None
             continue
         values = value.split(",") if isinstance(value, str) else list(value)
         if name.startswith("task_name"):
@@ -66,6 +83,8 @@ def trained_on(options) -> dict:
 
 
 def _differs(name: str, recorded: dict, now: dict) -> bool:
+    if name in _ALWAYS_RECORDED and name not in recorded:
+        return False
     # Records written before the matches were kept have the flag's words only.
     if name + _MATCHES in recorded and name + _MATCHES in now:
         return recorded[name + _MATCHES] != now[name + _MATCHES]
@@ -80,23 +99,36 @@ def _described(name: str, record: dict) -> str:
     return f"{text} ({len(matches)} file{'' if len(matches) == 1 else 's'})"
 
 
-def record_training(output_dir: str, options) -> None:
-    """Writes what this run trains on beside its checkpoints."""
-    text = json.dumps(trained_on(options), indent=2, sort_keys=True) + "\n"
+def _read_record(output_dir: str) -> dict | None:
+    """output_dir's record, None where there is none (or it cannot be read)."""
+    path = os.path.join(output_dir, RECORD_NAME)
+    if not tf.io.gfile.exists(path):
+        return None
+    try:
+        with tf.io.gfile.GFile(path) as reader:
+            return json.load(reader)
+    except (json.JSONDecodeError, tf.errors.OpError):
+        return None
+
+
+def record_training(output_dir: str, options, resumed: bool = False) -> None:
+    """Writes what this run trains on beside its checkpoints. A `resumed` run keeps the
+    recorded --init_checkpoint: its weights descend from that one, not from the one it names."""
+    record = trained_on(options)
+    earlier = _read_record(output_dir) if resumed else None
+    for name in _ALWAYS_RECORDED:
+        if earlier and name in earlier:
+            record[name] = earlier[name]
+    text = json.dumps(record, indent=2, sort_keys=True) + "\n"
     write_text_atomically(os.path.join(output_dir, RECORD_NAME), text)
 
 
 def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, options) -> bool:
     """Logs a warning (and returns True) where output_dir's record says its checkpoints were
-    trained on another task or data than `options` name: for a run that trains on from them
-    (the driver does not call it for others)."""
-    path = os.path.join(output_dir, RECORD_NAME)
-    if not tf.io.gfile.exists(path):
-        return False
-    try:
-        with tf.io.gfile.GFile(path) as reader:
-            recorded = json.load(reader)
-    except (json.JSONDecodeError, tf.errors.OpError):
+    trained on another task or data, or started from another --init_checkpoint, than `options`
+    name: for a run that trains on from them (the driver does not call it for others)."""
+    recorded = _read_record(output_dir)
+    if recorded is None:
         return False
     now = trained_on(options)
     names = {name for name in (*recorded, *now) if not name.endswith(_MATCHES)}

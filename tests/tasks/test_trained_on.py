@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 from absl import logging as absl_logging
 
-from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.registry import run_classifier
 from official_bert.tasks.trained_on import (
     RECORD_NAME,
@@ -14,23 +13,7 @@ from official_bert.tasks.trained_on import (
     warn_if_resumed_on_other_data,
 )
 from tests.conftest import ORIGINAL_TINY
-from tests.tiny_data import write_tiny_task
-
-
-def _options(data_dir, output_dir, **overrides):
-    values = dict(
-        task_name="generic",
-        data_dir=str(data_dir),
-        output_dir=str(output_dir),
-        init_checkpoint=str(ORIGINAL_TINY / "bert_model.ckpt"),
-        max_seq_length=32,
-        train_batch_size=16,
-        num_train_epochs=0.5,
-        do_train=True,
-        fast_kernels=False,
-    )
-    values.update(overrides)
-    return ClassifierOptions(**values)
+from tests.tiny_data import tiny_classifier_options, write_tiny_task
 
 
 def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_is_not(
@@ -40,21 +23,24 @@ def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_i
     write_tiny_task(first, seed=0)
     write_tiny_task(second, seed=1)
     output_dir = tmp_path / "out"
-    run_classifier(_options(first, output_dir))
+    run_classifier(tiny_classifier_options(first, output_dir))
     assert json.loads((output_dir / RECORD_NAME).read_text()) == {
         "data_dir": str(first),
+        "init_checkpoint": str(ORIGINAL_TINY / "bert_model.ckpt"),
         "task_name": "generic",
     }
     caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
     # The same data under another spelling (relative path, trailing slash, upper case task).
-    same = _options(f"{first}/", output_dir, task_name="GENERIC", do_train=False, do_eval=True)
-    assert trained_on(same) == trained_on(_options(first, output_dir))
+    same = tiny_classifier_options(
+        f"{first}/", output_dir, task_name="GENERIC", do_train=False, do_eval=True
+    )
+    assert trained_on(same) == trained_on(tiny_classifier_options(first, output_dir))
     # A run that does not train is not warned, even on other data: evaluating the trained model
     # elsewhere is the original's workflow (--task_name=MNLI-MM --do_eval on MNLI's output_dir),
     # where "use another --output_dir" would evaluate --init_checkpoint instead.
-    run_classifier(_options(second, output_dir, do_train=False, do_eval=True))
+    run_classifier(tiny_classifier_options(second, output_dir, do_train=False, do_eval=True))
     assert "Resuming" not in caplog.text
-    run_classifier(_options(second, output_dir, num_train_epochs=1.0))
+    run_classifier(tiny_classifier_options(second, output_dir, num_train_epochs=1.0))
     assert f"trained on --data_dir={first}; this run names --data_dir={second}" in caplog.text
     assert json.loads((output_dir / RECORD_NAME).read_text())["data_dir"] == str(second)
 
@@ -92,3 +78,33 @@ def test_input_files_are_compared_by_the_files_they_match(tmp_path, caplog):
     (output_dir / RECORD_NAME).write_text(json.dumps({"input_file": glob}))
     assert not warns(glob)
     assert warns(f"{tmp_path}/r1.tfr,{tmp_path}/r2.tfr")
+
+
+def test_another_init_checkpoint_is_named_when_resuming(tmp_path, monkeypatch, caplog):
+    """A rerun naming another --init_checkpoint resumes the fine-tuned model (as the original
+    does) and is warned with both names; the record keeps the weights the model descends from."""
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    first, second = str(tmp_path / "a" / "bert_model.ckpt"), str(tmp_path / "b" / "model.ckpt")
+    record_training(str(output_dir), SimpleNamespace(task_name="MRPC", init_checkpoint=first))
+    caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
+
+    def warns(init_checkpoint):
+        options = SimpleNamespace(task_name="mrpc", init_checkpoint=init_checkpoint)
+        return warn_if_resumed_on_other_data(str(output_dir), "ckpt-3", options)
+
+    monkeypatch.chdir(tmp_path)
+    assert not warns("a/bert_model.ckpt")
+    assert warns(second)
+    assert (
+        f"Resuming ckpt-3, trained on --init_checkpoint={first}; this run names "
+        f"--init_checkpoint={second}"
+    ) in caplog.text
+    # Random initialization is recorded too: a checkpoint named later is another start.
+    assert warns(None) and "this run names --init_checkpoint=None" in caplog.text
+    resumed = SimpleNamespace(task_name="mrpc", init_checkpoint=second)
+    record_training(str(output_dir), resumed, resumed=True)
+    assert json.loads((output_dir / RECORD_NAME).read_text())["init_checkpoint"] == first
+    # A record written before --init_checkpoint was recorded says nothing of it.
+    (output_dir / RECORD_NAME).write_text(json.dumps({"task_name": "mrpc"}))
+    assert not warns(second)
