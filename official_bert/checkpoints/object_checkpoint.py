@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+import keras
 import tensorflow as tf
 from absl import logging
 
@@ -59,6 +60,37 @@ def _object_paths(prefix: str) -> dict[str, str | None]:
                 seen.add(child.node_id)
                 queue.append((child.node_id, child_path))
     return paths
+
+
+def is_object_checkpoint(prefix: str) -> bool:
+    """Whether the checkpoint at `prefix` is object-based (a `tf.train.Checkpoint`'s, with its
+    object graph), not name-based (the original's TF1 layout)."""
+    return tf.train.load_checkpoint(prefix).has_tensor("_CHECKPOINTABLE_OBJECT_GRAPH")
+
+
+def checkpoint_model_parts(prefix: str, root: str = "model") -> set[str]:
+    """The names of the parts of the model saved under `root` that hold variables ("encoder",
+    "classifier", "span", ...), read from the checkpoint's object graph."""
+    return {
+        path.split("/")[1]
+        for path, key in _object_paths(prefix).items()
+        if key is not None and path.startswith(f"{root}/")
+    }
+
+
+def model_parts(model) -> set[str]:
+    """The names under which `model` holds variables in its object graph: its layers that
+    have variables ("encoder" and its heads), and variables set on it directly.
+
+    A training checkpoint's variables are restored through the optimizer's list of them, by
+    position, whatever the model's parts: a classifier's 2-label head fills a span head of the
+    same shapes. Comparing these names with checkpoint_model_parts' tells such models apart."""
+    children = tf.train.TrackableView(model).children(model)
+    return {
+        name
+        for name, child in children.items()
+        if isinstance(child, (tf.Variable, keras.Variable)) or getattr(child, "variables", None)
+    }
 
 
 def _nest(path: str, **children) -> tf.train.Checkpoint:

@@ -23,6 +23,11 @@ from official_bert.checkpoints.damaged_checkpoint import (
     DamagedCheckpointError,
     damaged_checkpoint_named,
 )
+from official_bert.checkpoints.object_checkpoint import (
+    checkpoint_model_parts,
+    is_object_checkpoint,
+    model_parts,
+)
 from official_bert.data.record_files import records_named_on_error
 from official_bert.kernels.frozen_weights import refuse_frozen_weight_products
 from official_bert.training.optimization import AdamWeightDecay
@@ -226,13 +231,30 @@ class Runner:
             return "none: no checkpoint was written before"
         return f"{self.last_finite_checkpoint} (a rerun resumes from it)"
 
+    def _another_model(self, path: str, detail: str) -> ValueError:
+        return ValueError(
+            f"--output_dir {self.settings.output_dir} holds a checkpoint of another model or "
+            f"settings, which this run would resume from: {path} ({detail}); use another "
+            "--output_dir, or delete its checkpoints"
+        )
+
     def _read_checkpoint(self, path: str) -> None:
-        names = {name for name, _ in tf.train.list_variables(path)}
-        if "_CHECKPOINTABLE_OBJECT_GRAPH" not in names:
+        if not is_object_checkpoint(path):
             raise ValueError(
                 f"output_dir {self.settings.output_dir} holds {path}, which is not a "
                 "training checkpoint of this runner (no object graph: an original TF1 "
                 "checkpoint?); use another output_dir, and pass it as --init_checkpoint"
+            )
+        # Checked before reading: the model's variables are restored through the optimizer's
+        # list of them, by position, so another task's head of the same shapes would fill it.
+        saved_parts = checkpoint_model_parts(path)
+        missing = model_parts(self.model) - saved_parts
+        if missing:
+            raise self._another_model(
+                path,
+                f"its model has {', '.join(sorted(saved_parts))}; this run's "
+                f"{type(self.model).__name__} needs {', '.join(sorted(missing))} too: another "
+                "task's?",
             )
         try:
             with damaged_checkpoint_named(path):
@@ -243,15 +265,14 @@ class Runner:
         # (another number of labels, another model size), TensorFlow's "Received incompatible
         # tensor with shape ...".
         except (AssertionError, ValueError) as error:
-            raise ValueError(
-                f"--output_dir {self.settings.output_dir} holds a checkpoint of another model or "
-                f"settings, which this run would resume from: {path} (first mismatch: "
-                f"{str(error)[:300]}); use another --output_dir, or delete its checkpoints"
-            ) from None
+            raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
 
     def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
         """Restores the latest checkpoint of output_dir holding only finite values (True), or
         calls initialize(model).
+
+        A checkpoint of another model (one that lacks a part of this one: another task's head)
+        is a ValueError.
 
         A checkpoint with NaN or Inf (written before saves were guarded) is passed over, with a
         warning naming it and the one resumed from; when every checkpoint has them,

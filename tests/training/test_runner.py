@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from official_bert.models import BertEncoder, BertPretrainer
+from official_bert.models import BertClassifier, BertEncoder, BertPretrainer, BertSpanLabeler
 from official_bert.tasks.pretraining_objective import (
     pretraining_loss,
     pretraining_loss_denominators,
@@ -47,11 +47,13 @@ def make_runner(
     strategy=None,
     use_next_sentence_label=True,
     intermediate_size=32,
+    model_with_heads=None,
     **settings,
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
     optimizer (lr 0.01, no warm-up, clip 1.0); settings override TrainingOptions (3 steps, a loop
-    and a checkpoint per step: loops longer than one step need save_checkpoints_steps too). use_next_sentence_label=False: MLM only (the pooler unused)."""
+    and a checkpoint per step: loops longer than one step need save_checkpoints_steps too). use_next_sentence_label=False: MLM only (the pooler unused). model_with_heads(encoder): another
+    model than the pretrainer."""
     keras.utils.set_random_seed(1)
 
     def model_fn():
@@ -67,7 +69,10 @@ def make_runner(
             type_vocab_size=2,
             dtype=dtype,
         )
-        model = BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+        if model_with_heads is None:
+            model = BertPretrainer(encoder, use_next_sentence_label=use_next_sentence_label)
+        else:
+            model = model_with_heads(encoder)
         model.build()
         return model
 
@@ -169,6 +174,20 @@ def test_an_output_dir_of_another_model_is_named_instead_of_resumed(tmp_path, ot
         ValueError, match=r"holds a checkpoint of another model or settings.*ckpt-1"
     ):
         make_runner(tmp_path, **settings).restore_or_initialize()
+
+
+def test_an_output_dir_of_another_task_with_a_head_of_the_same_shapes_is_refused(tmp_path):
+    """A classifier's 2-label head has a span head's shapes ([hidden, 2], [2]); the runner's
+    checkpoint restores variables through the optimizer's list of them, by position, so it
+    filled the span head silently (run_squad.py predicted with run_classifier.py's model)."""
+
+    classifier = make_runner(tmp_path, model_with_heads=lambda e: BertClassifier(e, num_classes=2))
+    classifier.manager.save()
+    with pytest.raises(
+        ValueError,
+        match=r"ckpt-1 \(its model has classifier, encoder; this run's BertSpanLabeler needs span",
+    ):
+        make_runner(tmp_path, model_with_heads=BertSpanLabeler).restore_or_initialize()
 
 
 def test_a_signal_stops_training_at_a_checkpoint_and_the_run_is_not_finished(tmp_path):
