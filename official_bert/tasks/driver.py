@@ -10,6 +10,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from official_bert.checkpoints.loading import load_bert_weights
+from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.file_system import is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
@@ -91,11 +93,29 @@ def check_local_output_dir(output_dir: str) -> None:
         )
 
 
+def read_original_fine_tuned(model: keras.Model, path: str) -> None:
+    """Reads a checkpoint the original's Estimator wrote (TF1 name-based layout: bert/...,
+    output_weights or cls/squad/..., its optimizer's slots left aside) into `model`, heads
+    included: one the checkpoint lacks (another task's) is a CheckpointMismatchError, as the
+    original's restore fails on a key not found, said in one line."""
+    try:
+        load_bert_weights(model, path, require_heads=True)
+    except CheckpointMismatchError as error:
+        raise CheckpointMismatchError(
+            f"--output_dir holds {path}, a checkpoint in the original's layout of another model, "
+            f"which this run would restore: {' '.join(str(error).split())}; use another "
+            "--output_dir"
+        ) from None
+
+
 def _run(task: Task) -> dict:
     task.prepare(start_run(task.options, task.tpu_paths()))
     runner = create_runner(task)
     output_dir = task.options.output_dir
-    resumed = runner.restore_or_initialize(task.initialize)
+    # As the original's Estimator, a run that does not train restores output_dir's checkpoint
+    # even where that run trained into it (the original's README's predict commands).
+    read_original_layout = None if task.do_train else read_original_fine_tuned
+    resumed = runner.restore_or_initialize(task.initialize, read_original_layout)
     # Only a run that trains on: evaluating or predicting with the trained model on other data
     # is meant (the original's MNLI-MM eval on MNLI's output_dir).
     if resumed and task.do_train:

@@ -239,12 +239,6 @@ class Runner:
         )
 
     def _read_checkpoint(self, path: str) -> None:
-        if not is_object_checkpoint(path):
-            raise ValueError(
-                f"output_dir {self.settings.output_dir} holds {path}, which is not a "
-                "training checkpoint of this runner (no object graph: an original TF1 "
-                "checkpoint?); use another output_dir, and pass it as --init_checkpoint"
-            )
         # Checked before reading: the model's variables are restored through the optimizer's
         # list of them, by position, so another task's head of the same shapes would fill it.
         saved_parts = checkpoint_model_parts(path)
@@ -267,12 +261,40 @@ class Runner:
         except (AssertionError, ValueError) as error:
             raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
 
-    def restore_or_initialize(self, initialize: Callable | None = None) -> bool:
+    def _read_original_layout(self, path: str, read_original_layout: Callable | None) -> None:
+        """Reads `path`, a checkpoint of the original's layout (TF1 name-based, as its Estimator
+        wrote into model_dir), with read_original_layout(model, path); the step from its
+        global_step. Without a reader (a run that trains: the checkpoint has none of this
+        runner's optimizer state), ValueError."""
+        if read_original_layout is None:
+            raise ValueError(
+                f"--output_dir {self.settings.output_dir} holds {path}, a checkpoint in the "
+                "original's layout (TF1, name-based), which a run that trains does not resume "
+                "(it holds no optimizer state of this runner); evaluate or predict with it "
+                f"without --do_train, or train in another --output_dir with --init_checkpoint={path}"
+            )
+        read_original_layout(self.model, path)
+        reader = tf.train.load_checkpoint(path)
+        if reader.has_tensor("global_step"):
+            self.optimizer.iterations.assign(int(reader.get_tensor("global_step")))
+        logging.info(
+            "Restored %s from %s, a checkpoint in the original's layout (TF1 Estimator, "
+            "name-based) at step %d; --init_checkpoint is not read",
+            type(self.model).__name__,
+            path,
+            self.step,
+        )
+
+    def restore_or_initialize(
+        self, initialize: Callable | None = None, read_original_layout: Callable | None = None
+    ) -> bool:
         """Restores the latest checkpoint of output_dir holding only finite values (True), or
         calls initialize(model).
 
         A checkpoint of another model (one that lacks a part of this one: another task's head)
-        is a ValueError.
+        is a ValueError. One in the original's layout (TF1, name-based: the original's Estimator
+        trained into this output_dir) is read by read_original_layout(model, path) (True), as
+        the original restores model_dir's checkpoint; without that reader, ValueError.
 
         A checkpoint with NaN or Inf (written before saves were guarded) is passed over, with a
         warning naming it and the one resumed from; when every checkpoint has them,
@@ -285,6 +307,10 @@ class Runner:
             candidates.insert(0, latest)
         poisoned = []
         for path in candidates:
+            if not is_object_checkpoint(path):
+                self._read_original_layout(path, read_original_layout)
+                self.last_finite_checkpoint = path
+                return True
             self._read_checkpoint(path)
             bad = self.non_finite_variables()
             if not bad:
