@@ -261,6 +261,30 @@ class Runner:
         except (AssertionError, ValueError) as error:
             raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
 
+    def _located(self, path: str) -> str | None:
+        """`path`, a checkpoint the state file of output_dir names, where its files are: there,
+        or in output_dir under the same name when the state file names another folder (an
+        output_dir copied or moved from where it was written: TF1's Saver wrote absolute paths,
+        as the original's runs hold them); None, with a warning, when neither has them (deleted
+        files), so that the run goes on from the checkpoints that remain."""
+        if tf.io.gfile.exists(path + ".index"):
+            return path
+        here = os.path.join(self.settings.output_dir, os.path.basename(path))
+        if tf.io.gfile.exists(here + ".index"):
+            logging.info(
+                "The checkpoint state of %s names %s; reading %s",
+                self.settings.output_dir,
+                path,
+                here,
+            )
+            return here
+        logging.warning(
+            "The checkpoint state of %s names %s, whose files are gone; passed over",
+            self.settings.output_dir,
+            path,
+        )
+        return None
+
     def _read_original_layout(self, path: str, read_original_layout: Callable | None) -> None:
         """Reads `path`, a checkpoint of the original's layout (TF1 name-based, as its Estimator
         wrote into model_dir), with read_original_layout(model, path); the step from its
@@ -305,6 +329,7 @@ class Runner:
         latest = self.manager.latest_checkpoint
         if latest and latest not in candidates:
             candidates.insert(0, latest)
+        candidates = [located for path in candidates if (located := self._located(path))]
         poisoned = []
         for path in candidates:
             if not is_object_checkpoint(path):

@@ -40,3 +40,21 @@ def test_predicting_restores_output_dirs_original_layout_checkpoint_head_include
         run_classifier(
             tiny_classifier_options(data_dir, output_dir, train_batch_size=8, num_train_epochs=1.0)
         )
+
+
+def test_a_moved_output_dir_whose_state_names_absolute_paths_is_read_where_it_is(tmp_path):
+    """TF1's Saver wrote absolute paths into the `checkpoint` state file: an output_dir copied
+    from another machine names files that are not there; the ones beside the state are read."""
+    data_dir, output_dir = tmp_path / "data", tmp_path / "out"
+    write_tiny_task(data_dir, counts=(8, 8, 4))
+    _write_original_fine_tuned(str(output_dir / "model.ckpt-3"))
+    (output_dir / "checkpoint").write_text(
+        'model_checkpoint_path: "/gone/bert_output/model.ckpt-3"\n'
+        'all_model_checkpoint_paths: "/gone/bert_output/model.ckpt-1"\n'
+        'all_model_checkpoint_paths: "/gone/bert_output/model.ckpt-3"\n'
+    )
+
+    run_classifier(tiny_classifier_options(data_dir, output_dir, do_train=False, do_predict=True))
+    probabilities = np.loadtxt(output_dir / "test_results.tsv", ndmin=2)
+    expected = np.exp(HEAD_BIAS) / np.exp(HEAD_BIAS).sum()
+    np.testing.assert_allclose(probabilities, np.tile(expected, (4, 1)), atol=1e-6)
