@@ -17,6 +17,8 @@ import sys
 
 import tensorflow as tf
 
+from official_bert.data.utf8_text import read_utf8_file
+
 SPLITS = ("train", "dev", "test")
 
 
@@ -48,7 +50,8 @@ def read_delimited_rows(
 ) -> list[TsvRow]:
     """Reads a TSV/CSV file as the original `_read_tsv` (csv module, no quoting for TSV).
 
-    Empty lines are skipped and carriage returns dropped, as the original's reading did. With
+    Empty lines are skipped and carriage returns dropped, as the original's reading did. A file
+    that is not UTF-8 raises ClassifierDataError naming the file and the line. With
     `strict_columns`, every row must have as many columns as the
     first (the header when there is one): a row with another count raises ClassifierDataError
     naming the file, the line and both counts.
@@ -58,10 +61,7 @@ def read_delimited_rows(
     # Some GLUE fields are longer than the csv module's default limit of 128 KiB.
     csv.field_size_limit(sys.maxsize)
     quotechar = None if delimiter == "\t" else '"'
-    with tf.io.gfile.GFile(path, "r") as reader:
-        text = reader.read()
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text = read_utf8_file(path, ClassifierDataError)
     # The original read lines with TensorFlow's line reader, which drops every carriage return:
     # CRLF ends a line as LF does, and a lone CR inside a field joins its two sides (the csv
     # module would end the row there).

@@ -20,6 +20,7 @@ from official_bert.data.classification.data_processor import (
     read_delimited_rows,
     register_processor,
 )
+from official_bert.data.utf8_text import decode_utf8
 
 
 class _ColumnProcessor(DataProcessor):
@@ -269,8 +270,8 @@ class GenericProcessor(DataProcessor):
 
     def _header(self, split: str) -> list[str]:
         path = self.split_path(split)
-        with tf.io.gfile.GFile(path, "r") as reader:
-            first_line = reader.readline().lstrip("\ufeff").rstrip("\r\n")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            first_line = decode_utf8(reader.readline(), path, ClassifierDataError).rstrip("\r\n")
         delimiter = "," if path.endswith(".csv") else "\t"
         return [name.strip() for name in first_line.split(delimiter)]
 

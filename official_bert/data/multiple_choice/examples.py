@@ -30,6 +30,7 @@ from official_bert.data.classification.data_processor import (
     register_processor,
 )
 from official_bert.data.completed_outputs import file_signature
+from official_bert.data.utf8_text import read_utf8_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,11 +190,10 @@ class C3Processor(MultipleChoiceProcessor):
         return paths
 
     def read_file(self, path: str, split: str) -> list[MultipleChoiceExample]:
-        with tf.io.gfile.GFile(path, "r") as reader:
-            try:
-                documents = json.loads(reader.read())
-            except json.JSONDecodeError as error:
-                raise ClassifierDataError(f"{path}: not JSON ({error})") from None
+        try:
+            documents = json.loads(read_utf8_file(path, ClassifierDataError))
+        except json.JSONDecodeError as error:
+            raise ClassifierDataError(f"{path}: not JSON ({error})") from None
         if not isinstance(documents, list):
             raise ClassifierDataError(f"{path}: expected a JSON list of documents")
         name = os.path.splitext(os.path.basename(path))[0]

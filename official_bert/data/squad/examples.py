@@ -19,6 +19,7 @@ import json
 import tensorflow as tf
 from absl import logging
 
+from official_bert.data.utf8_text import read_utf8_file
 from official_bert.tokenization import _is_chinese_char, whitespace_tokenize
 
 
@@ -135,16 +136,17 @@ def _field(container, key: str, where: str, kind: type | tuple[type, ...]):
 
 
 def load_squad_json(path: str) -> list[dict]:
-    """The `data` list of a SQuAD file; errors name the file and, for bad JSON, line and column."""
+    """The `data` list of a SQuAD file (UTF-8, a byte-order mark allowed); errors name the file
+    and, for bad JSON, line and column, for bytes that are not UTF-8, line and byte offset."""
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
-    with tf.io.gfile.GFile(path, "r") as reader:
-        try:
-            dataset = json.load(reader)
-        except json.JSONDecodeError as error:
-            raise SquadFormatError(
-                f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-            ) from None
+    text = read_utf8_file(path, SquadFormatError)
+    try:
+        dataset = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise SquadFormatError(
+            f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
     if not isinstance(dataset, dict):
         raise SquadFormatError(f"{path}: expected a JSON object with 'data', found a list/value")
     try:

@@ -34,6 +34,7 @@ from official_bert.data.classification.data_processor import (
     register_processor,
 )
 from official_bert.data.tagging.examples import TaggedSentence, TaggingProcessor
+from official_bert.data.utf8_text import read_utf8_file
 
 # O, or a prefix of BIO / BIOES / BMES, a hyphen and an entity type.
 _TAG_PATTERN = re.compile(r"O|[BIMES]-\S+")
@@ -73,16 +74,7 @@ def read_character_ner_sentences(path: str, split: str = "train") -> list[Tagged
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
-    with tf.io.gfile.GFile(path, "rb") as reader:
-        data = reader.read()
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line_number = data[: error.start].count(b"\n") + 1
-        raise ClassifierDataError(
-            f"{path}, line {line_number}: not UTF-8 ({error.reason}); convert the file "
-            "(e.g. from GBK: iconv -f gbk -t utf-8)"
-        ) from None
+    text = read_utf8_file(path, ClassifierDataError)
     sentences = []
     tokens, tags, first_line = [], [], 0
     tagged = None  # whether the file's lines carry tags, decided by its first token line

@@ -22,6 +22,7 @@ from official_bert.data.classification.data_processor import (
     ClassifierDataError,
     register_processor,
 )
+from official_bert.data.utf8_text import read_utf8_file
 
 # The tag of words outside any entity, first in the tag list when present (its id is 0).
 OUTSIDE_TAG = "O"
@@ -58,8 +59,7 @@ def read_conll_sentences(path: str, tag_column: int = -1, split: str = "train") 
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
-    with tf.io.gfile.GFile(path, "r") as reader:
-        lines = reader.read().removeprefix("\ufeff").splitlines()
+    lines = read_utf8_file(path, ClassifierDataError).splitlines()
     sentences = []
     words, tags, first_line = [], [], 0
     tagged = None  # whether the file's lines carry tags, decided by its first word

@@ -230,3 +230,30 @@ def test_registering_a_task_of_your_own(tmp_path):
     assert "my_yes_no" in processor_names()
     examples = get_processor("MY_YES_NO", str(tmp_path)).get_train_examples()
     assert [(e.text_a, e.label) for e in examples] == [("Is it?", "yes")]
+
+
+@pytest.mark.parametrize(
+    "data, line, expected",
+    [
+        # A Chinese user's file saved in the Windows code page (GB18030/GBK).
+        ("text_a\tlabel\n很好\t1\n".encode("gb18030"), 2, r"not UTF-8 .*iconv -f GB18030"),
+        ("text_a\tlabel\nok\t1\n".encode("utf-16"), 1, r"UTF-16 .*iconv -f UTF-16"),
+        # One Latin-1 byte on line 3.
+        (b"text_a\tlabel\nok\t1\ncaf\xe9\t0\n", 3, r"not UTF-8 .*iconv -f GB18030"),
+    ],
+)
+def test_a_file_that_is_not_utf8_is_named_with_its_line(tmp_path, data, line, expected):
+    (tmp_path / "train.tsv").write_bytes(data)
+    processor = get_processor("generic", str(tmp_path), text_a_column=0, label_column=1)
+    with pytest.raises(ClassifierDataError, match=rf"train\.tsv, line {line} \(byte \d+\): "):
+        processor.get_examples("train")
+    with pytest.raises(ClassifierDataError, match=expected):
+        processor.get_examples("train")
+
+
+def test_a_header_that_is_not_utf8_is_named(tmp_path):
+    """Named columns read the header alone, before the rows: it is checked there too."""
+    (tmp_path / "train.tsv").write_bytes("文本\tlabel\n好\t1\n".encode("gb18030"))
+    processor = get_processor("generic", str(tmp_path), text_a_column="text_a")
+    with pytest.raises(ClassifierDataError, match=r"train\.tsv, line 1 \(byte 0\): not UTF-8"):
+        processor.get_examples("train")

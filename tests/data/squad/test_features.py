@@ -161,6 +161,23 @@ def test_malformed_json_names_the_place(tmp_path):
         read_squad_examples(path, is_training=False)
 
 
+def test_a_file_that_is_not_utf8_is_named_with_its_line_and_byte(tmp_path):
+    """A DRCD/CMRC file saved as GB18030 (a Chinese Windows user's default) is refused in one
+    line that says how to convert it; a UTF-8 byte-order mark is accepted."""
+    data = {"data": [{"paragraphs": [{"context": "红烧鱼很有名。", "qas": []}]}]}
+    text = json.dumps(data, ensure_ascii=False)
+    path = tmp_path / "drcd.json"
+    path.write_bytes(text.encode("gb18030"))
+    byte = len(text[: text.index("红")].encode("utf-8"))
+    with pytest.raises(
+        SquadFormatError,
+        match=rf"drcd\.json, line 1 \(byte {byte}\): not UTF-8 .*iconv -f GB18030 -t UTF-8",
+    ):
+        read_squad_examples(str(path), is_training=False)
+    path.write_bytes(text.encode("utf-8-sig"))
+    assert read_squad_examples(str(path), is_training=False).examples == []
+
+
 def test_a_version_2_file_without_is_impossible_marks_it_by_empty_answers(tmp_path):
     """SQuAD 2.0 data written without the field (Hugging Face datasets' squad_v2 as JSON):
     an empty answer list is an unanswerable question."""

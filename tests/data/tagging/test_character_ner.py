@@ -87,7 +87,9 @@ def test_malformed_lines_are_named_by_file_and_line(tmp_path, text, line, expect
 def test_a_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
     path = tmp_path / "train.txt"
     path.write_bytes("王 B-PER\n\n北 B-LOC\n".encode("gbk"))
-    with pytest.raises(ClassifierDataError, match=rf"{path}, line 1: not UTF-8.*iconv -f gbk"):
+    with pytest.raises(
+        ClassifierDataError, match=rf"{path}, line 1 \(byte 0\): not UTF-8.*iconv -f GB18030"
+    ):
         read_character_ner_sentences(str(path))
 
 

@@ -98,6 +98,13 @@ def test_malformed_files_name_the_line(tmp_path, text, column, message):
         read_conll_sentences(str(path), tag_column=column)
 
 
+def test_a_file_that_is_not_utf8_names_its_line(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_bytes(b"EU B-ORG\n\nK\xf6ln B-LOC\n")  # Latin-1 on line 3
+    with pytest.raises(ClassifierDataError, match=r"train\.txt, line 3 \(byte 11\): not UTF-8"):
+        read_conll_sentences(str(path))
+
+
 def test_a_train_file_without_tags_is_refused(tmp_path):
     (tmp_path / "train.txt").write_text("EU\nrejects\n")
     with pytest.raises(ClassifierDataError, match="the train split has no tag column"):
