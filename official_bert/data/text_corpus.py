@@ -54,7 +54,11 @@ def expand_input_patterns(input_file: str) -> list[str]:
     A wildcard does not match a file whose name starts with a dot (as in a shell): writers put
     their temporaries and summaries under such names beside their outputs.
 
-    Raises FileNotFoundError naming a pattern that matches nothing.
+    Raises:
+      FileNotFoundError: a pattern matches nothing.
+      IsADirectoryError: a path or a wildcard's match is a folder (TensorFlow's reader would
+        read no line from it, and the run would go on without its files); the message names it
+        and the glob that gives its files.
     """
     files = []
     for pattern in [p.strip() for p in input_file.split(",") if p.strip()]:
@@ -67,6 +71,12 @@ def expand_input_patterns(input_file: str) -> list[str]:
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
         for path in matches:
+            if tf.io.gfile.isdir(path):
+                matched = "" if path == pattern else f" (matched by {pattern!r})"
+                raise IsADirectoryError(
+                    f"--input_file: {path}{matched} is a folder; give files or a glob such as "
+                    f"{path.rstrip('/')}/*"
+                )
             check_input_is_a_file(path, "input_file")
         files.extend(matches)
     if not files:

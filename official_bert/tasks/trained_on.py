@@ -51,11 +51,11 @@ _MATCHES = " matches"
 
 def _matched_files(patterns: list[str]) -> list[str] | None:
     """The files the (absolute) `patterns` match, sorted, so that `r*.tfr` and `r2.tfr,r1.tfr`
-    are the same data; None where one matches nothing (the reader has named it by then, and the
-    patterns' words are compared instead)."""
+    are the same data; None where one matches nothing or a folder (the reader has named it by
+    then, and the patterns' words are compared instead)."""
     try:
         return sorted(expand_input_patterns(",".join(patterns)))
-    except (FileNotFoundError, ValueError):
+    except (FileNotFoundError, IsADirectoryError, ValueError):
         return None
 
 

@@ -4,7 +4,12 @@ import gzip
 
 import pytest
 
-from official_bert.data.text_corpus import CorpusCounters, read_corpus_chunks, read_file_documents
+from official_bert.data.text_corpus import (
+    CorpusCounters,
+    expand_input_patterns,
+    read_corpus_chunks,
+    read_file_documents,
+)
 
 TEXT = b"First sentence.\n  Second one.  \n\n\n\nOther document.\n\nLast, no blank line after it."
 
@@ -48,3 +53,20 @@ def test_invalid_utf8_names_the_file_and_line(tmp_path):
     counters = CorpusCounters()
     documents = list(read_file_documents(str(path), "skip", counters))
     assert [d.sentences for d in documents] == [["good."]] and counters.skipped_lines == 1
+
+
+def test_a_folder_is_refused_alone_with_a_file_or_matched_by_a_glob(tmp_path):
+    """TensorFlow reads no line from a folder: alone it looked like an empty corpus, beside a
+    file it was skipped without a word."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "part1.txt").write_text("a b.\n")
+    (tmp_path / "other.txt").write_text("c d.\n")
+    hint = rf"is a folder; give files or a glob such as {folder}/\*"
+    with pytest.raises(IsADirectoryError, match=rf"--input_file: {folder} {hint}"):
+        expand_input_patterns(str(folder))
+    with pytest.raises(IsADirectoryError, match=hint):
+        expand_input_patterns(f"{tmp_path}/other.txt,{folder}")
+    with pytest.raises(IsADirectoryError, match=rf"{folder} \(matched by '{tmp_path}/\*'\) "):
+        expand_input_patterns(f"{tmp_path}/*")
+    assert expand_input_patterns(f"{folder}/*") == [str(folder / "part1.txt")]
