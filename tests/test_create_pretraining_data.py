@@ -3,6 +3,7 @@
 import gc
 import gzip
 import json
+import logging
 import os
 import stat
 import sys
@@ -449,6 +450,34 @@ def test_skip_mode_counts_one_sentence_documents_and_rerun_is_a_no_op(vocab_file
         [str(corpus)], [str(output)], settings, num_workers=1, on_decode_error="skip"
     )
     assert output.stat().st_mtime_ns != before
+
+
+def test_skipped_lines_are_warned_about_and_a_run_that_refuses_them_is_not_a_rerun(
+    vocab_file, tmp_path, caplog
+):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_bytes(b"good one.\nbad \xff one.\nalso \xfe bad.\n\nsecond document.\n")
+    clean = tmp_path / "clean.txt"
+    clean.write_bytes(b"clean document.\nits second line.\n")
+    output = tmp_path / "o.tfrecord"
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=1)
+    inputs = [str(corpus), str(clean)]
+    with caplog.at_level(logging.WARNING):
+        summary = write_pretraining_examples(
+            inputs, [str(output)], settings, num_workers=1, on_decode_error="skip"
+        )
+    assert summary["skipped_undecodable_lines"] == 2
+    assert summary["files_with_skipped_lines"] == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(
+        "--on_decode_error=skip left out 2 of 7 input lines that are not UTF-8, in 1 of 2 file(s)"
+        in message
+        for message in warnings
+    ), warnings
+    # Without skip the same command must stop at the bad line, not report the skip run's
+    # outputs as complete.
+    with pytest.raises(ValueError, match=r"corpus.txt:2: invalid UTF-8"):
+        write_pretraining_examples(inputs, [str(output)], settings, num_workers=1)
 
 
 def test_missing_input_is_a_clear_error(vocab_file, tmp_path):

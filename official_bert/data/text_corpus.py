@@ -33,10 +33,12 @@ class CorpusChunk:
 
 @dataclasses.dataclass
 class CorpusCounters:
-    """Filled while reading: lines read, lines skipped for invalid UTF-8, bytes read."""
+    """Filled while reading: lines read, lines skipped for invalid UTF-8 and the files that held
+    them, bytes read."""
 
     lines: int = 0
     skipped_lines: int = 0
+    files_with_skipped_lines: int = 0
     bytes_read: int = 0
 
 
@@ -115,6 +117,7 @@ def read_file_documents(
     counters = counters if counters is not None else CorpusCounters()
     sentences: list[str] = []
     size = 0
+    skipped_here = False
     with open_corpus_file(path) as reader:
         for line_number, raw in enumerate(reader, start=1):
             counters.lines += 1
@@ -124,6 +127,8 @@ def read_file_documents(
             except UnicodeDecodeError as error:
                 if on_decode_error == "skip":
                     counters.skipped_lines += 1
+                    counters.files_with_skipped_lines += not skipped_here
+                    skipped_here = True
                     continue
                 raise ValueError(
                     f"{path}:{line_number}: invalid UTF-8 ({error.reason} at byte "

@@ -619,6 +619,9 @@ def write_pretraining_examples(
         del settings_dict["preserve_unused_tokens"]
     settings_dict.update(
         gzip_compress=gzip_compress,
+        # Outputs written while skipping undecodable lines are not what a run that refuses
+        # them would write (it stops at the first).
+        on_decode_error=on_decode_error,
         # Size and modification time: an input or vocab edited in place (even to the same size)
         # makes the finished outputs stale.
         inputs=[[path, *file_signature(path)] for path in input_files],
@@ -770,6 +773,7 @@ def write_pretraining_examples(
         "tokens": totals["tokens"],
         "input_lines": counters.lines,
         "skipped_undecodable_lines": counters.skipped_lines,
+        "files_with_skipped_lines": counters.files_with_skipped_lines,
         "input_megabytes": total_bytes / 1e6,
         **statistics_fractions(totals, written),
         "seconds": elapsed,
@@ -784,6 +788,15 @@ def write_pretraining_examples(
     }
     if not in_place:
         write_summary(_summary_path(output_files), summary)
+    if counters.skipped_lines:
+        logging.warning(
+            "--on_decode_error=skip left out %d of %d input lines that are not UTF-8, in %d of "
+            "%d file(s); convert the files (e.g. iconv -f GB18030 -t UTF-8) to keep them",
+            counters.skipped_lines,
+            counters.lines,
+            counters.files_with_skipped_lines,
+            len(input_files),
+        )
     logging.info(
         "Wrote %d instances to %d file(s) in %.1f s (%.0f instances/s, %.2f MB/s): "
         "%s, %.1f%% random next, %.1f%% short document passes",
