@@ -54,6 +54,54 @@ def check_input_is_a_file(path: str, flag: str, usual_name: str | None = None) -
         )
 
 
+def check_folder_can_be_made(folder: str, name: str) -> None:
+    """Raises NotADirectoryError / PermissionError / OSError, each a line that starts with `name`
+    (the flag and its value), where the local `folder` does not exist and cannot be made: a
+    file where a folder of its path should be, a folder this user may not write, or a file
+    system that refuses it (/proc, a read-only mount). Checked before the work that would
+    write there, not when its first output is written; the folders are made once and removed
+    again (the run makes them when it writes)."""
+    folder = os.path.abspath(folder)
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise NotADirectoryError(f"{name} cannot be made: {existing} is a file")
+    if existing == folder:
+        return
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"{name} cannot be made: this user may not write in {existing}")
+    try:
+        os.makedirs(folder)
+    except FileExistsError:
+        return  # made meanwhile (another run)
+    except OSError as error:
+        raise OSError(
+            f"{name} cannot be made in {existing}: the file system refuses it ({error.strerror})"
+        ) from None
+    made = folder
+    while made != existing:
+        try:
+            os.rmdir(made)
+        except OSError:  # another run wrote there meanwhile: its folder now
+            return
+        made = os.path.dirname(made)
+
+
+def check_local_output_file(path: str, flag: str) -> None:
+    """Raises IsADirectoryError where the local `path` (given as --`flag`) is a folder, and
+    check_folder_can_be_made's errors where its folder cannot be made: before any work, not at
+    the rename that ends the writing of the output. A `scheme://` path is left to its writer."""
+    if not is_local(path):
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError(
+            f"--{flag}={path} is a folder; expected the name of a file to write "
+            f"(e.g. {os.path.join(path, 'output')})"
+        )
+    check_folder_can_be_made(os.path.dirname(os.path.abspath(path)), f"--{flag}={path}")
+
+
 def parent_folder(path: str) -> str:
     """The folder `path` names, or the folder of the file it names ("." for a bare file name)."""
     return path if tf.io.gfile.isdir(path) else (os.path.dirname(path) or ".")

@@ -11,6 +11,7 @@ from official_bert.data.text_corpus import expand_input_patterns
 from official_bert.file_system import (
     absolute_path,
     check_input_is_a_file,
+    check_local_output_file,
     is_file,
     is_local,
     local_copy,
@@ -105,5 +106,32 @@ def test_a_folder_as_an_input_is_named(tmp_path):
     (tmp_path / "vocab.txt").write_text("[UNK]\n")
     with pytest.raises(ValueError, match=rf"in it \({tmp_path / 'vocab.txt'}\?\)$"):
         check_input_is_a_file(str(tmp_path), "vocab_file", usual_name="vocab.txt")
-    with pytest.raises(ValueError, match="is a folder"):
+    with pytest.raises(IsADirectoryError, match="is a folder; give files or a glob such as"):
         expand_input_patterns(str(tmp_path))
+
+
+def test_an_output_file_that_cannot_be_written_is_named_before_any_work(tmp_path):
+    """A folder given as --output_file failed only at the final rename, after all the work; a
+    file in the way of its folder, or a folder that cannot be made, in a traceback."""
+    folder = tmp_path / "a_folder"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match=rf"--output_file={folder} is a folder; expected"):
+        check_local_output_file(str(folder), "output_file")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    with pytest.raises(NotADirectoryError, match=rf"out.tfrecord cannot be made: {a_file} is a"):
+        check_local_output_file(str(a_file / "out.tfrecord"), "output_file")
+    check_local_output_file(str(tmp_path / "new" / "deeper" / "out.jsonl"), "output_file")
+    assert not (tmp_path / "new").exists()  # made and removed: the writer makes it
+    check_local_output_file(str(a_file), "output_file")  # replaced by the writer
+    check_local_output_file("/dev/null", "output_file")  # written in place
+    check_local_output_file("gs://bucket/out.jsonl", "output_file")  # left to the writer
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_an_output_folder_the_file_system_refuses_is_named():
+    """/proc passes os.access for root, but no folder can be made in it."""
+    with pytest.raises(
+        OSError, match=r"--output_file=/proc/nothing_here/o.jsonl cannot be made in /proc: "
+    ):
+        check_local_output_file("/proc/nothing_here/o.jsonl", "output_file")

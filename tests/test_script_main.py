@@ -111,6 +111,7 @@ def test_an_output_dir_that_cannot_be_made_is_named(tmp_path, monkeypatch):
     with pytest.raises(PermissionError, match=f"cannot be made: .* may not write in {read_only}$"):
         check_local_output_dir(str(read_only / "run" / "out"))
     check_local_output_dir(str(tmp_path / "elsewhere" / "out"))  # fine: tmp_path is writable
+    assert not (tmp_path / "elsewhere").exists()  # a probe: the run makes it when it writes
     a_file = tmp_path / "a_file"
     a_file.write_text("")
     with pytest.raises(NotADirectoryError, match=f"cannot be made: {a_file} is a file"):

@@ -16,6 +16,7 @@ from official_bert.data.pretraining.data_writer import (
     write_pretraining_examples,
 )
 from official_bert.data.text_corpus import expand_input_patterns
+from official_bert.file_system import check_local_output_file
 
 FLAGS = flags.FLAGS
 
@@ -132,6 +133,8 @@ def output_paths(output_file: str, num_output_shards: int | None) -> list[str]:
 def main(_):
     if not tf.io.gfile.exists(FLAGS.vocab_file):  # gs:// too, as in the original
         raise FileNotFoundError(f"--vocab_file not found: {FLAGS.vocab_file}")
+    for path in output_paths(FLAGS.output_file, FLAGS.num_output_shards):
+        check_local_output_file(path, "output_file")
     settings = PretrainingDataSettings(
         vocab_file=FLAGS.vocab_file,
         do_lower_case=FLAGS.do_lower_case,

@@ -12,7 +12,7 @@ from absl import logging
 
 from official_bert.checkpoints.loading import load_bert_weights
 from official_bert.checkpoints.variable_table import CheckpointMismatchError
-from official_bert.file_system import is_local
+from official_bert.file_system import check_folder_can_be_made, is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
 from official_bert.tasks.trained_on import record_training, warn_if_resumed_on_other_data
@@ -74,23 +74,15 @@ def run_task(task: Task) -> dict:
 
 
 def check_local_output_dir(output_dir: str) -> None:
-    """Raises NotADirectoryError / PermissionError naming --output_dir where a local one is a
-    file, or is (or would be made in) a folder this user may not write."""
+    """Raises NotADirectoryError / PermissionError / OSError naming --output_dir where a local one
+    is a file, is a folder this user may not write, or cannot be made."""
     if os.path.isfile(output_dir):
         raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
     if os.path.isdir(output_dir) and not os.access(output_dir, os.W_OK | os.X_OK):
         raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
     # A folder still to make: in the nearest one that exists (a read-only file system, a
-    # folder of another user's), makedirs would fail with a traceback.
-    existing = os.path.dirname(os.path.abspath(output_dir))
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise NotADirectoryError(f"--output_dir={output_dir} cannot be made: {existing} is a file")
-    if not os.path.isdir(output_dir) and not os.access(existing, os.W_OK | os.X_OK):
-        raise PermissionError(
-            f"--output_dir={output_dir} cannot be made: this user may not write in {existing}"
-        )
+    # folder of another user's, /proc), makedirs would fail with a traceback.
+    check_folder_can_be_made(output_dir, f"--output_dir={output_dir}")
 
 
 def read_original_fine_tuned(model: keras.Model, path: str) -> None:

@@ -34,6 +34,7 @@ from official_bert.data.feature_extraction_inputs import (
     convert_text_examples,
     read_text_examples,
 )
+from official_bert.file_system import check_local_output_file
 from official_bert.kernels import FusedInferenceEncoder, fast_kernels
 from official_bert.models import BertEncoder
 from official_bert.npy_row_writer import NpyRowWriter
@@ -457,8 +458,10 @@ def sentence_output_format(options: FeatureExtractionOptions) -> str:
 
 
 def _check_output_options(options: FeatureExtractionOptions) -> None:
-    """The flags that go together, each error naming them."""
+    """The flags that go together, each error naming them, and an --output_file that can be
+    written (checked before the model runs)."""
     check_positive_options(options)
+    check_local_output_file(options.output_file, "output_file")
     if options.inference_dtype != "float32" and not options.fast_kernels:
         raise ValueError(
             f"--inference_dtype={options.inference_dtype} needs --fast_kernels (the fused "
