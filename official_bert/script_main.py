@@ -66,7 +66,7 @@ def run_main(main: Callable[[list[str]], object]) -> None:
             sys.stderr.flush()
             sys.exit(130)
         except Exception as error:
-            message = input_check_message(error)
+            message = input_check_message(error) or remote_path_message(error)
             if logging.level_debug() or (
                 message is None and not is_input_error(error, script_file)
             ):
@@ -99,12 +99,61 @@ def input_check_message(error: BaseException) -> str | None:
     return text if text.startswith(TOKEN_ID_CHECK) else None
 
 
+# TensorFlow's errors where a `scheme://` path cannot be reached: a scheme this TensorFlow has no
+# file system for (UnimplementedError), Cloud Storage without a network or credentials
+# (FailedPrecondition: "Could not resolve host", Unauthenticated, PermissionDenied,
+# Unavailable, DeadlineExceeded), an object that is not there (NotFound).
+_REMOTE_FILE_SYSTEM_ERRORS = (
+    tf.errors.UnimplementedError,
+    tf.errors.FailedPreconditionError,
+    tf.errors.UnauthenticatedError,
+    tf.errors.PermissionDeniedError,
+    tf.errors.UnavailableError,
+    tf.errors.DeadlineExceededError,
+    tf.errors.NotFoundError,
+)
+_REMOTE_PATH = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"]+")
+
+
+def remote_path_message(error: BaseException) -> str | None:
+    """One line naming the `scheme://` path (as the flag that gave it, where one did) and the
+    cause, when `error` is TensorFlow's failure to reach it (_REMOTE_FILE_SYSTEM_ERRORS); else
+    None. TensorFlow's own message is several lines under a traceback of thirty, and names the
+    file the library probed (`.../bert_model.ckpt/tfhub_module.pb`), not the one given."""
+    if not isinstance(error, _REMOTE_FILE_SYSTEM_ERRORS):
+        return None
+    text = (getattr(error, "message", None) or str(error)).strip()
+    match = _REMOTE_PATH.search(text)
+    if match is None:
+        return None
+    path = match.group(0)
+    cause = text.splitlines()[0].strip()
+    return f"{_flag_giving(path) or path} cannot be reached: {cause}"
+
+
+def _flag_giving(path: str) -> str | None:
+    """`--name=value` of the parsed flag whose value (or one of its comma-separated parts) is
+    `path` or a folder or file name that `path` extends; None when no flag gave it."""
+    if not flags.FLAGS.is_parsed():
+        return None
+    for name, value in flags.FLAGS.flag_values_dict().items():
+        if not isinstance(value, str) or "://" not in value:
+            continue
+        for part in (p.strip() for p in value.split(",")):
+            if part and (path == part or path.startswith(part.rstrip("/") + "/")):
+                return f"--{name}={part}"
+    return None
+
+
 def is_input_error(error: BaseException, script_file: str) -> bool:
     """Whether `error` reports a mistake in the input with a message of its own: an exception
     of a class defined in the library, TensorFlow's PermissionDeniedError (a file or folder the
     user may not write, named in its message), or a ValueError or OSError raised in the
-    library's code or in `script_file` (the innermost frame of its traceback)."""
+    library's code or in `script_file` (the innermost frame of its traceback), or TensorFlow's
+    failure to reach a `scheme://` path (remote_path_message)."""
     if type(error).__module__.split(".")[0] == "official_bert":
+        return True
+    if remote_path_message(error) is not None:
         return True
     if isinstance(error, tf.errors.PermissionDeniedError):
         return True

@@ -3,9 +3,10 @@ else (official_bert/script_main.py)."""
 
 import keras
 import pytest
+import tensorflow as tf
 
 from official_bert.config import BertConfig, BertConfigError
-from official_bert.script_main import is_input_error
+from official_bert.script_main import is_input_error, remote_path_message
 from official_bert.tasks.feature_extraction import parse_layer_indexes
 from tests.conftest import REPO_ROOT
 from tests.warm_interpreter import run_script
@@ -85,6 +86,50 @@ def test_a_folder_the_user_may_not_write_is_one_line(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == ["-c: error: out/.x.tmp-1; Permission denied"]
+
+
+# TensorFlow's message for gs:// without a network (libcurl could not resolve the host).
+_GCS_UNREACHABLE = (
+    "Error executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname', "
+    "error details: Could not resolve host: www.googleapis.com\n"
+    "\t when reading metadata of gs://bucket/m/bert_model.ckpt/tfhub_module.pb"
+)
+
+
+def test_a_remote_path_that_cannot_be_reached_is_an_input_error_of_one_line():
+    """A scheme this TensorFlow lacks and Cloud Storage without a network: the path and the
+    cause, not thirty lines of traceback; TensorFlow's other errors keep theirs."""
+    error = _raised(tf.io.gfile.stat, "s3://bucket/MRPC")
+    assert isinstance(error, tf.errors.UnimplementedError) and is_input_error(error, SCRIPT)
+    assert remote_path_message(error) == (
+        "s3://bucket/MRPC cannot be reached: File system scheme 's3' not implemented "
+        "(file: 's3://bucket/MRPC')"
+    )
+    gcs = tf.errors.FailedPreconditionError(None, None, _GCS_UNREACHABLE)
+    assert is_input_error(gcs, SCRIPT)
+    assert remote_path_message(gcs).startswith(
+        "gs://bucket/m/bert_model.ckpt/tfhub_module.pb cannot be reached: Error executing an "
+        "HTTP request: libcurl code 6"
+    )
+    local = tf.errors.FailedPreconditionError(None, None, "/tmp/x; Is a directory")
+    assert remote_path_message(local) is None and not is_input_error(local, SCRIPT)
+
+
+def test_an_unreachable_remote_path_is_named_by_the_flag_that_gave_it(tmp_path):
+    """The library probes files inside the given path (a TF Hub module's tfhub_module.pb
+    inside --init_checkpoint): the message names the flag and the path the user gave."""
+    result = _run_main_raising(
+        f"raise tf.errors.FailedPreconditionError(None, None, {_GCS_UNREACHABLE!r})",
+        tmp_path,
+        "import tensorflow as tf\nfrom absl import flags\n"
+        "flags.DEFINE_string('init_checkpoint', 'gs://bucket/m/bert_model.ckpt', '')\n",
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "-c: error: --init_checkpoint=gs://bucket/m/bert_model.ckpt cannot be reached: Error "
+        "executing an HTTP request: libcurl code 6 meaning 'Could not resolve hostname', error "
+        "details: Could not resolve host: www.googleapis.com"
+    )
 
 
 def test_ctrl_c_outside_training_is_one_line_and_exit_130(tmp_path):

@@ -54,6 +54,16 @@ def get_processor(task_name: str, data_dir: str, **kwargs):
     cls = registered_processors().get(task_name.lower())
     if cls is None:
         raise ValueError(f"unknown task_name {task_name!r}; expected one of {processor_names()}")
-    if not data_dir or not tf.io.gfile.isdir(data_dir):
+    is_directory = False
+    try:
+        is_directory = bool(data_dir) and tf.io.gfile.stat(data_dir).is_directory
+    except tf.errors.NotFoundError:
+        pass
+    except tf.errors.OpError as error:
+        # A file system that cannot be reached (gs:// without a network or credentials, a
+        # scheme this TensorFlow lacks): its cause, not "is not a directory".
+        cause = error.message.strip().splitlines()[0]
+        raise FileNotFoundError(f"data_dir {data_dir!r} cannot be read: {cause}") from None
+    if not is_directory:
         raise FileNotFoundError(f"data_dir {data_dir!r} is not a directory")
     return cls(data_dir, **kwargs)

@@ -257,3 +257,18 @@ def test_a_header_that_is_not_utf8_is_named(tmp_path):
     processor = get_processor("generic", str(tmp_path), text_a_column="text_a")
     with pytest.raises(ClassifierDataError, match=r"train\.tsv, line 1 \(byte 0\): not UTF-8"):
         processor.get_examples("train")
+
+
+def test_a_data_dir_that_cannot_be_read_says_why(tmp_path):
+    """A file system TensorFlow cannot reach (here a scheme it lacks; gs:// without a network
+    fails the same way) is not reported as "is not a directory"."""
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"data_dir 's3://bucket/MRPC' cannot be read: File system scheme 's3' not impl",
+    ):
+        get_processor("mrpc", "s3://bucket/MRPC")
+    with pytest.raises(FileNotFoundError, match=r"data_dir '.*absent' is not a directory"):
+        get_processor("mrpc", str(tmp_path / "absent"))
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(FileNotFoundError, match=r"data_dir '.*a_file' is not a directory"):
+        get_processor("mrpc", str(tmp_path / "a_file"))
