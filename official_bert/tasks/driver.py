@@ -15,7 +15,11 @@ from official_bert.checkpoints.variable_table import CheckpointMismatchError
 from official_bert.file_system import check_folder_can_be_made, is_local
 from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
-from official_bert.tasks.trained_on import record_training, warn_if_resumed_on_other_data
+from official_bert.tasks.trained_on import (
+    check_resumed_labels,
+    record_training,
+    warn_if_resumed_on_other_data,
+)
 from official_bert.training.distribution import create_strategy
 from official_bert.training.output_dir_lock import hold_output_dir
 from official_bert.training.runner import Runner
@@ -110,12 +114,15 @@ def _run(task: Task) -> dict:
     resumed = runner.restore_or_initialize(task.initialize, read_original_layout)
     # Only a run that trains on: evaluating or predicting with the trained model on other data
     # is meant (the original's MNLI-MM eval on MNLI's output_dir).
+    labels = getattr(task, "labels", None)
+    if resumed:
+        check_resumed_labels(output_dir, runner.last_finite_checkpoint, labels)
     if resumed and task.do_train:
         warn_if_resumed_on_other_data(output_dir, runner.last_finite_checkpoint, task.options)
     results: dict = {"history": []}
     if task.do_train:
         if runner.is_chief:
-            record_training(output_dir, task.options, resumed=resumed)
+            record_training(output_dir, task.options, resumed=resumed, labels=labels)
         start = time.time()
         results["history"] = runner.train(task.train_dataset, task.train_batch_size)
         results["train_seconds"] = time.time() - start

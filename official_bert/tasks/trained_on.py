@@ -15,6 +15,10 @@ MNLI's output_dir).
 The starting weights (--init_checkpoint) are recorded too: a rerun naming another one resumes
 the fine-tuned model, as the original's Estimator does, and is warned that the new weights are
 not read.
+
+So are the labels in the order of the head's outputs: a run resuming the checkpoints with the
+labels in another order (--labels, needed where data_dir has no train file) would read each
+output as another label, so every run, training or not, is refused then (check_resumed_labels).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ _FILE_FIELDS = ("train_file", "input_file")
 # written before it was recorded, and is not compared.
 _ALWAYS_RECORDED = ("init_checkpoint",)
 _MATCHES = " matches"
+_LABELS = "labels"
 
 
 def _matched_files(patterns: list[str]) -> list[str] | None:
@@ -111,10 +116,15 @@ def _read_record(output_dir: str) -> dict | None:
         return None
 
 
-def record_training(output_dir: str, options, resumed: bool = False) -> None:
-    """Writes what this run trains on beside its checkpoints. A `resumed` run keeps the
+def record_training(
+    output_dir: str, options, resumed: bool = False, labels: list[str] | None = None
+) -> None:
+    """Writes what this run trains on beside its checkpoints, and its `labels` (the order of
+    its head's outputs; None for a task without label names). A `resumed` run keeps the
     recorded --init_checkpoint: its weights descend from that one, not from the one it names."""
     record = trained_on(options)
+    if labels is not None:
+        record[_LABELS] = list(labels)
     earlier = _read_record(output_dir) if resumed else None
     for name in _ALWAYS_RECORDED:
         if earlier and name in earlier:
@@ -131,7 +141,7 @@ def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, optio
     if recorded is None:
         return False
     now = trained_on(options)
-    names = {name for name in (*recorded, *now) if not name.endswith(_MATCHES)}
+    names = {name for name in (*recorded, *now) if not name.endswith(_MATCHES) and name != _LABELS}
     differing = sorted(name for name in names if _differs(name, recorded, now))
     if not differing:
         return False
@@ -144,3 +154,24 @@ def warn_if_resumed_on_other_data(output_dir: str, checkpoint: str | None, optio
         ", ".join(_described(name, now) for name in differing),
     )
     return True
+
+
+def check_resumed_labels(output_dir: str, checkpoint: str | None, labels: list[str] | None) -> None:
+    """Raises ValueError where output_dir's record says its checkpoints' head was trained with
+    other `labels`, or the same in another order: each output would be read as another label
+    (the predictions and metrics silently wrong). Passes where either side has no labels."""
+    recorded = _read_record(output_dir)
+    if recorded is None or labels is None or recorded.get(_LABELS) is None:
+        return
+    trained = recorded[_LABELS]
+    if list(labels) == trained:
+        return
+    if sorted(labels) == sorted(trained):
+        advice = f"pass --labels={','.join(trained)} (that order)"
+    else:
+        advice = "use another --output_dir for another label set"
+    raise ValueError(
+        f"{checkpoint} in --output_dir={output_dir} was trained with the labels {trained}, in "
+        f"the order of its outputs; this run's are {list(labels)}, so each output would be read "
+        f"as another label: {advice}"
+    )

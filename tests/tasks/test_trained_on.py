@@ -28,6 +28,7 @@ def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_i
         "data_dir": str(first),
         "init_checkpoint": str(ORIGINAL_TINY / "bert_model.ckpt"),
         "task_name": "generic",
+        "labels": ["neg", "pos"],
     }
     caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
     # The same data under another spelling (relative path, trailing slash, upper case task).
@@ -108,3 +109,30 @@ def test_another_init_checkpoint_is_named_when_resuming(tmp_path, monkeypatch, c
     # A record written before --init_checkpoint was recorded says nothing of it.
     (output_dir / RECORD_NAME).write_text(json.dumps({"task_name": "mrpc"}))
     assert not warns(second)
+
+
+def test_resuming_with_the_labels_in_another_order_is_refused_in_every_mode(tmp_path):
+    """A head's outputs are in the order of the labels it was trained with; a test-only data_dir
+    needs --labels, and the same labels in another order would swap every prediction."""
+    import pytest
+
+    data_dir, output_dir = tmp_path / "data", tmp_path / "out"
+    write_tiny_task(data_dir, counts=(32, 8, 4))
+    run_classifier(tiny_classifier_options(data_dir, output_dir))
+    assert json.loads((output_dir / RECORD_NAME).read_text())["labels"] == ["neg", "pos"]
+    for mode in (dict(do_train=False, do_predict=True), dict(num_train_epochs=1.0)):
+        with pytest.raises(
+            ValueError,
+            match=r"trained with the labels \['neg', 'pos'\].*this run's are \['pos', 'neg'\].*"
+            r"pass --labels=neg,pos",
+        ):
+            run_classifier(
+                tiny_classifier_options(data_dir, output_dir, labels=["pos", "neg"], **mode)
+            )
+    # The trained order itself goes on.
+    run_classifier(
+        tiny_classifier_options(
+            data_dir, output_dir, labels=["neg", "pos"], do_train=False, do_predict=True
+        )
+    )
+    assert len((output_dir / "test_results.tsv").read_text().splitlines()) == 4
