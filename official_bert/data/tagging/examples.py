@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import tensorflow as tf
 
@@ -23,6 +24,9 @@ from official_bert.data.classification.data_processor import (
     register_processor,
 )
 from official_bert.data.utf8_text import read_utf8_file
+
+# CoNLL's columns are separated by spaces or tabs (a word may hold any other character).
+_COLUMN_SEPARATOR = re.compile("[ \t]+")
 
 # The tag of words outside any entity, first in the tag list when present (its id is 0).
 OUTSIDE_TAG = "O"
@@ -59,7 +63,10 @@ def read_conll_sentences(path: str, tag_column: int = -1, split: str = "train") 
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"data file not found: {path}")
-    lines = read_utf8_file(path, ClassifierDataError).splitlines()
+    # Lines end at "\n" (after "\r\n"), columns at spaces and tabs only: str.splitlines() and
+    # str.split() also break at U+2028, U+0085 or U+001C..U+001E inside a word, which added
+    # words and shifted the predictions file against the input.
+    lines = read_utf8_file(path, ClassifierDataError).replace("\r\n", "\n").split("\n")
     sentences = []
     words, tags, first_line = [], [], 0
     tagged = None  # whether the file's lines carry tags, decided by its first word
@@ -74,7 +81,9 @@ def read_conll_sentences(path: str, tag_column: int = -1, split: str = "train") 
         tags.clear()
 
     for line_number, line in enumerate(lines, start=1):
-        columns = line.split()
+        columns = _COLUMN_SEPARATOR.split(line.strip(" \t\r"))
+        if columns == [""]:
+            columns = []
         if not columns or columns[0] == "-DOCSTART-":
             end_sentence()
             continue
@@ -163,14 +172,16 @@ class TaggingProcessor:
             )
         if split == "train" and self._labels is None:
             return  # the tag set is read from this file
-        known = set(self.get_labels())
+        labels = self.get_labels()
+        known = set(labels)
         for sentence in sentences:
             for offset, tag in enumerate(sentence.tags):
                 if tag not in known:
+                    # One word a line: the sentence's offset-th word is on its offset-th line.
                     raise ClassifierDataError(
-                        f"{path}, sentence at line {sentence.line_number}, word "
-                        f"{sentence.words[offset]!r}: tag {tag!r} is not one of {sorted(known)} "
-                        "(the training file's tags, or --labels)"
+                        f"{path}, line {sentence.line_number + offset}, word "
+                        f"{sentence.words[offset]!r}: tag {tag!r} is not one of {labels} "
+                        "(the training file's tags in the model's order, or --labels)"
                     )
 
     def settings(self) -> dict:

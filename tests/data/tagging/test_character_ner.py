@@ -131,7 +131,7 @@ def test_the_task_names_and_the_file_names_corpora_ship_with(tmp_path):
     assert processor.get_examples("test")[0].words == ("北", "京", "是")
     # A dev tag outside the given tag set is named with its sentence and character.
     (tmp_path / "example.dev").write_text("北\tB-GPE\n", encoding="utf-8")
-    with pytest.raises(ClassifierDataError, match=r"example.dev, sentence at line 1, word '北'"):
+    with pytest.raises(ClassifierDataError, match=r"example.dev, line 1, word '北'"):
         get_processor("msra_ner", str(tmp_path)).get_examples("dev")
 
 

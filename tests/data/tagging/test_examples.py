@@ -1,6 +1,8 @@
 """Reading tagging tasks in the CoNLL layout: sentences, tag columns, tag sets, and errors that
 name the file and the line."""
 
+import re
+
 import pytest
 
 from official_bert.data.classification.examples import ClassifierDataError, get_processor
@@ -61,10 +63,28 @@ def test_split_files_of_conll_2003_and_of_other_releases(tmp_path):
 
 def test_an_unknown_dev_tag_names_file_line_and_word(tmp_path):
     (tmp_path / "train.txt").write_text(CONLL_2003)
-    (tmp_path / "dev.txt").write_text("A X O\n\nParis NNP B-NP B-GPE\n")
+    (tmp_path / "dev.txt").write_text("A X O\n\nin IN O O\nParis NNP B-NP B-GPE\n")
     processor = get_processor("conll", str(tmp_path))
-    with pytest.raises(ClassifierDataError, match=r"dev.txt, sentence at line 3, word 'Paris'"):
+    # The word's own line, and the tags in the model's order (the order --labels needs).
+    labels = processor.get_labels()
+    assert labels[0] == "O"
+    with pytest.raises(
+        ClassifierDataError,
+        match=rf"dev.txt, line 4, word 'Paris': tag 'B-GPE' is not one of {re.escape(str(labels))}",
+    ):
         processor.get_examples("dev")
+
+
+def test_a_word_holding_a_line_separator_of_unicode_stays_one_word(tmp_path):
+    """Only "\n" ends a line and only spaces and tabs separate columns: U+2028, U+0085 and
+    U+001C inside a word split it (str.splitlines, str.split), adding words to the sentence."""
+    (tmp_path / "train.txt").write_text(CONLL_2003)
+    words = ["a\u2028b", "c\x85d", "e\x1cf"]
+    (tmp_path / "test.txt").write_text(
+        "".join(f"{word} NN O O\r\n" for word in words), encoding="utf-8"
+    )
+    sentences = get_processor("conll", str(tmp_path)).get_examples("test")
+    assert [sentence.words for sentence in sentences] == [tuple(words)]
 
 
 def test_without_a_training_file_the_tag_set_must_be_given(tmp_path):
