@@ -247,7 +247,9 @@ def test_init_checkpoint_in_any_layout_gives_the_same_model(minilm_dir, tmp_path
 
 
 def test_output_dir_holding_an_original_checkpoint_is_a_clear_error(minilm_dir, tmp_path):
-    """The original layout ships a `checkpoint` state file; it must not pass for a training run."""
+    """The original layout ships a `checkpoint` state file: a pre-trained release folder given
+    as output_dir is read as the original's Estimator would (heads required), so its missing
+    classifier head is named; a run that trains does not resume one at all."""
     from official_bert.checkpoints.conversion import convert_checkpoint
 
     if not MRPC.is_dir():
@@ -255,8 +257,12 @@ def test_output_dir_holding_an_original_checkpoint_is_a_clear_error(minilm_dir, 
 
     output_dir = tmp_path / "tf1"
     convert_checkpoint(str(minilm_dir), str(output_dir), "tf1")
-    with pytest.raises(ValueError, match="not a training checkpoint of this runner"):
+    with pytest.raises(
+        ValueError, match="original's layout of another model.*missing from the checkpoint: output_"
+    ):
         run_classifier(_options(minilm_dir, output_dir, MRPC, do_eval=True))
+    with pytest.raises(ValueError, match="a run that trains does not resume"):
+        run_classifier(_options(minilm_dir, output_dir, MRPC, do_train=True))
 
 
 def test_a_cased_release_folder_sets_the_casing(tmp_path):
