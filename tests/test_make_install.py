@@ -119,3 +119,20 @@ def test_the_test_command_also_installs_the_beam_extra_and_the_demo_does_not(pro
     assert test.splitlines()[-1] == (
         ".venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder"
     )
+
+
+def test_an_unsupported_python_is_named_before_the_venv_is_touched(project):
+    """A Python TensorFlow 2.21 has no wheel for: one line, and the .venv that works stays."""
+    (project / "old_python").mkdir()
+    (project / "old_python" / "sitecustomize.py").write_text(
+        "import sys\nsys.version_info = (3, 9, 18, 'final', 0)\nsys.version = '3.9.18 (fake)'\n"
+    )
+    fake = project / "python3.9"
+    fake.write_text(f'#!/bin/sh\nPYTHONPATH={project / "old_python"} exec {sys.executable} "$@"\n')
+    fake.chmod(0o755)
+    _fake_venv(project, "3.12.1 /usr/bin/python3.12")
+    result = _make(project, "demo", f"PYTHON={fake}")
+    assert result.returncode != 0
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert f"PYTHON={fake} is Python 3.9.18: name a Python 3.10-3.13" in result.stderr
+    assert (project / ".venv" / "made-with").exists()
