@@ -21,6 +21,7 @@ import os
 import tensorflow as tf
 
 from official_bert.checkpoints.hugging_face_hub import is_hugging_face_reference
+from official_bert.quiet_import import import_quietly
 
 
 def resolve_hub_handle(handle: str) -> str:
@@ -44,7 +45,8 @@ def resolve_hub_handle(handle: str) -> str:
             )
         return handle
     try:
-        import tensorflow_hub  # only here: it imports tf_keras
+        # Only here: it imports tf_keras (and pkg_resources).
+        tensorflow_hub = import_quietly("tensorflow_hub")
     except ImportError as error:
         raise ImportError(
             f"downloading {handle} needs tensorflow_hub, which needs tf_keras: pip install "

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import tensorflow as tf
 
+from official_bert.quiet_import import import_quietly
 from official_bert.tokenization import (
     CJK_CHARACTER_CLASS,
     FastWordpieceBertTokenizer,
@@ -61,7 +62,7 @@ class JiebaWordSegmenter:
 
     def __init__(self):
         try:
-            import jieba
+            jieba = import_quietly("jieba")
         except ImportError as error:
             raise ImportError(
                 "--word_segmenter=jieba needs jieba: pip install 'official_bert[zh]' "
