@@ -18,8 +18,9 @@ class TokenIdModel(keras.Model):
     batch size and sequence length, named as the inputs (`input_word_ids`, ...; Keras would name
     them args_0, args_0_1, ... in the order of the sorted names, so that passing them in the
     natural order runs the wrong ids silently), in the structure of the model's first call, or,
-    for a model built without a call (load_encoder), of `input_ranks`: Keras would fix every
-    size to the first call's, and refuse a model never called. A list among the outputs (the
+    for a model not called (load_encoder, or one just made from a config, which export builds), of
+    `input_ranks`: Keras would fix every size to the first call's, and refuse a model never
+    built. A list among the outputs (the
     encoder's `encoder_outputs`) becomes numbered outputs (`encoder_outputs_0`, ...), as a
     SavedModel signature cannot return a list.
     """
@@ -41,6 +42,10 @@ class TokenIdModel(keras.Model):
             )
         from keras.export import ExportArchive
 
+        if not self.built:
+            # A model made from a config and never called (its weights as initialized): every
+            # model here builds without input shapes, which its calls never fix.
+            self.build()
         archive = ExportArchive()
         archive.track(self)
         archive.add_endpoint(
