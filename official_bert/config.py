@@ -9,6 +9,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.atomic_output import atomic_output
+from official_bert.utf8_text import read_json_file
 
 # The 11 fields of the original modeling.BertConfig, with its defaults.
 _ORIGINAL_DEFAULTS = {
@@ -115,15 +116,7 @@ class BertConfig:
     def from_json_file(cls, path: str) -> BertConfig:
         if not tf.io.gfile.exists(path):
             raise FileNotFoundError(f"BERT config file not found: {path}")
-        with tf.io.gfile.GFile(path, "r") as reader:
-            text = reader.read()
-        try:
-            values = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise BertConfigError(
-                f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg})"
-            ) from None
-        return cls.from_dict(values, source=path)
+        return cls.from_dict(read_json_file(path, BertConfigError), source=path)
 
     def to_json_string(self) -> str:
         # Written as the original does: indent 2, sorted keys, trailing newline.

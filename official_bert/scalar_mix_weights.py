@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from official_bert.config import write_text_atomically
 from official_bert.layers.scalar_mix import ScalarMix
+from official_bert.utf8_text import read_json_file
 
 SCALAR_MIX_WEIGHTS_FILE = "scalar_mix_weights.json"
 
@@ -47,11 +48,7 @@ def read_scalar_mix_weights(path: str, num_layers: int) -> tuple[np.ndarray, flo
     """
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"scalar mix weights file not found: {path}")
-    with tf.io.gfile.GFile(path) as reader:
-        try:
-            values = json.load(reader)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
+    values = read_json_file(path, ValueError)
     if not isinstance(values, dict) or not {"layers", "layer_weights", "gamma"} <= set(values):
         raise ValueError(
             f"{path}: expected a JSON object with 'layers', 'layer_weights' and 'gamma' (as "

@@ -127,7 +127,26 @@ def test_invalid_configs_are_clear_errors(values, fragment):
 def test_bad_json_and_missing_file_name_the_file(tmp_path):
     path = tmp_path / "bert_config.json"
     path.write_text('{\n  "vocab_size": 3,\n  oops\n}')
-    with pytest.raises(BertConfigError, match=r"bert_config.json: not valid JSON \(line 3"):
+    with pytest.raises(
+        BertConfigError, match=r"bert_config.json: not valid JSON at line 3, column 3"
+    ):
         BertConfig.from_json_file(str(path))
     with pytest.raises(FileNotFoundError, match="nowhere.json"):
         BertConfig.from_json_file(str(tmp_path / "nowhere.json"))
+
+
+def test_a_config_not_in_utf8_names_the_file_and_line(tmp_path):
+    # An editor's "Unicode" (UTF-16) or a Chinese Windows code page: one line, not Python's
+    # UnicodeDecodeError without a file name.
+    path = tmp_path / "bert_config.json"
+    path.write_bytes('{\n  "vocab_size": 3,\n  "note": "中文"\n}'.encode("gbk"))
+    with pytest.raises(BertConfigError, match=r"bert_config.json, line 3 \(byte \d+\): not UTF-8"):
+        BertConfig.from_json_file(str(path))
+
+
+def test_a_config_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_bytes(
+        b"\xef\xbb\xbf" + b'{"vocab_size": 3, "hidden_size": 8, "num_attention_heads": 2}'
+    )
+    assert BertConfig.from_json_file(str(path)).vocab_size == 3

@@ -30,6 +30,7 @@ from official_bert.checkpoints.tf_hub_encoder import (
     tf_hub_encoder_lower_case,
 )
 from official_bert.file_system import check_input_is_a_file
+from official_bert.utf8_text import read_json_file
 
 # tf1: the original Google layout (bert_model.ckpt, `bert/...` names);
 # safetensors: HF BertModel names in a .safetensors file;
@@ -199,7 +200,6 @@ def read_bert_config(path: str):
     holds (HF never writes that name, and the original ignores keys it does not know); another
     with HF-only keys (`model_type`, `architectures`, `layer_norm_eps`) is read as HF.
     """
-    import json
 
     from official_bert.config import BertConfig, BertConfigError
 
@@ -211,11 +211,7 @@ def read_bert_config(path: str):
         raise FileNotFoundError(f"BERT config file not found: {path}")
     # A folder here is not a module ($BERT_BASE_DIR itself): named, not TF's "Is a directory".
     check_input_is_a_file(path, "bert_config_file", usual_name="bert_config.json")
-    with tf.io.gfile.GFile(path, "r") as reader:
-        try:
-            values = json.load(reader)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            raise BertConfigError(f"{path}: not valid JSON ({error})") from None
+    values = read_json_file(path, BertConfigError)
     hf_keys = isinstance(values, dict) and {"model_type", "architectures", "layer_norm_eps"} & set(
         values
     )

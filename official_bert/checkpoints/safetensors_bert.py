@@ -29,6 +29,7 @@ from official_bert.checkpoints.variable_table import (
 )
 from official_bert.config import BertConfig, read_json_object, write_text_atomically
 from official_bert.file_system import local_copy, local_output, parent_folder
+from official_bert.utf8_text import read_json_file
 
 # === Name table: original TF1 name -> HF name (regex, replacement) ===
 # Applied in order to the original name; the encoder's names get an optional "bert." prefix.
@@ -164,12 +165,7 @@ def read_hf_config(path: str) -> BertConfig:
     """Reads a Hugging Face BERT config.json as a BertConfig."""
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"config.json not found: {path}")
-    with tf.io.gfile.GFile(path, "r") as reader:
-        try:
-            values = json.load(reader)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
-    return bert_config_from_hf(values, source=path)
+    return bert_config_from_hf(read_json_file(path, ValueError), source=path)
 
 
 # === Weights ===

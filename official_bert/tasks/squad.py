@@ -54,6 +54,7 @@ from official_bert.tasks.finetuning import (
 from official_bert.tasks.squad_objective import squad_loss_fn
 from official_bert.tokenization import FastWordpieceBertTokenizer, validate_case_matches_checkpoint
 from official_bert.training.prediction import predict
+from official_bert.utf8_text import read_json_file
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -212,11 +213,7 @@ def _has_answers(data_file: str) -> bool:
 
 
 def _read_json(path: str):
-    with tf.io.gfile.GFile(path, "r") as reader:
-        try:
-            return json.load(reader)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}: not valid JSON ({error})") from None
+    return read_json_file(path, ValueError)
 
 
 def _write_eval_results(output_dir: str, results: dict) -> str:

@@ -558,7 +558,10 @@ def test_preset_files_are_checked_where_they_are_read(tmp_path):
     shutil.copytree(PRESETS / "cased_zh", broken)
     (broken / "config.json").write_bytes(b"\xff{")
     assert detect_checkpoint_format(str(broken)) == "keras_hub"
-    with pytest.raises(BertConfigError, match="config.json: not valid JSON"):
+    with pytest.raises(BertConfigError, match=r"config.json, line 1 \(byte 0\): not UTF-8"):
+        read_bert_config(str(broken / "config.json"))
+    (broken / "config.json").write_bytes(b'{"config": ')
+    with pytest.raises(BertConfigError, match="config.json: not valid JSON at line 1, column 12"):
         read_bert_config(str(broken / "config.json"))
 
     values = json.loads((PRESETS / "cased_zh" / "config.json").read_text())

@@ -106,7 +106,7 @@ def test_c3_errors_name_the_file_and_the_document(tmp_path):
     with pytest.raises(ClassifierDataError, match=r"d-dev\.json, dev-d-dev-0-0: 1 candidates"):
         get_processor("c3", str(tmp_path)).get_examples("dev")
     (tmp_path / "d-dev.json").write_text("[[")
-    with pytest.raises(ClassifierDataError, match=r"d-dev\.json: not JSON"):
+    with pytest.raises(ClassifierDataError, match=r"d-dev\.json: not valid JSON at line 1"):
         get_processor("c3", str(tmp_path)).get_examples("dev")
 
 

@@ -17,7 +17,7 @@ import sys
 
 import tensorflow as tf
 
-from official_bert.data.utf8_text import read_utf8_file
+from official_bert.utf8_text import read_utf8_file
 
 SPLITS = ("train", "dev", "test")
 

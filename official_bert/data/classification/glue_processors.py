@@ -20,7 +20,7 @@ from official_bert.data.classification.data_processor import (
     read_delimited_rows,
     register_processor,
 )
-from official_bert.data.utf8_text import decode_utf8
+from official_bert.utf8_text import decode_utf8
 
 
 class _ColumnProcessor(DataProcessor):

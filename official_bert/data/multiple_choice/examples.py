@@ -17,7 +17,6 @@ sequence pair and takes the softmax over the candidates (the paper's SWAG experi
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import tensorflow as tf
@@ -30,7 +29,7 @@ from official_bert.data.classification.data_processor import (
     register_processor,
 )
 from official_bert.data.completed_outputs import file_signature
-from official_bert.data.utf8_text import read_utf8_file
+from official_bert.utf8_text import read_json_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,10 +189,7 @@ class C3Processor(MultipleChoiceProcessor):
         return paths
 
     def read_file(self, path: str, split: str) -> list[MultipleChoiceExample]:
-        try:
-            documents = json.loads(read_utf8_file(path, ClassifierDataError))
-        except json.JSONDecodeError as error:
-            raise ClassifierDataError(f"{path}: not JSON ({error})") from None
+        documents = read_json_file(path, ClassifierDataError)
         if not isinstance(documents, list):
             raise ClassifierDataError(f"{path}: expected a JSON list of documents")
         name = os.path.splitext(os.path.basename(path))[0]

@@ -14,13 +14,12 @@ label whatever answer_start said. A context without CJK ideographs splits exactl
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import tensorflow as tf
 from absl import logging
 
-from official_bert.data.utf8_text import read_utf8_file
 from official_bert.tokenization import _is_chinese_char, whitespace_tokenize
+from official_bert.utf8_text import read_json_file
 
 
 @dataclasses.dataclass
@@ -140,13 +139,7 @@ def load_squad_json(path: str) -> list[dict]:
     and, for bad JSON, line and column, for bytes that are not UTF-8, line and byte offset."""
     if not tf.io.gfile.exists(path):
         raise FileNotFoundError(f"SQuAD file not found: {path}")
-    text = read_utf8_file(path, SquadFormatError)
-    try:
-        dataset = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SquadFormatError(
-            f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
-        ) from None
+    dataset = read_json_file(path, SquadFormatError)
     if not isinstance(dataset, dict):
         raise SquadFormatError(f"{path}: expected a JSON object with 'data', found a list/value")
     try:

@@ -34,7 +34,7 @@ from official_bert.data.classification.data_processor import (
     register_processor,
 )
 from official_bert.data.tagging.examples import TaggedSentence, TaggingProcessor
-from official_bert.data.utf8_text import read_utf8_file
+from official_bert.utf8_text import read_utf8_file
 
 # O, or a prefix of BIO / BIOES / BMES, a hyphen and an entity type.
 _TAG_PATTERN = re.compile(r"O|[BIMES]-\S+")

@@ -23,7 +23,7 @@ from official_bert.data.classification.data_processor import (
     ClassifierDataError,
     register_processor,
 )
-from official_bert.data.utf8_text import read_utf8_file
+from official_bert.utf8_text import read_utf8_file
 
 # CoNLL's columns are separated by spaces or tabs (a word may hold any other character).
 _COLUMN_SEPARATOR = re.compile("[ \t]+")

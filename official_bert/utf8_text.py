@@ -1,11 +1,14 @@
-"""A data file's bytes as text: UTF-8, or one line that names the file, the line and the fix.
+"""A user's file as text or JSON: UTF-8, or one line that names the file, the place and the fix.
 
 A Chinese user's TSV or JSON is as likely GBK/GB18030 as UTF-8 (Excel on Windows saves CSVs in
 the system's code page), and a UTF-16 file is what "Unicode text" means to some editors. Python's
-own decoding error names neither the file nor the line, so the readers decode through here.
+own decoding and JSON errors name neither the file nor, for bytes, the line, so the readers of
+data files, configs and weight indexes read through here.
 """
 
 from __future__ import annotations
+
+import json
 
 import tensorflow as tf
 
@@ -39,3 +42,19 @@ def read_utf8_file(path: str, error_class: type[ValueError]) -> str:
     """The text of the file `path` (local or gs://), as decode_utf8 gives it."""
     with tf.io.gfile.GFile(path, "rb") as reader:
         return decode_utf8(reader.read(), path, error_class)
+
+
+def read_json_file(path: str, error_class: type[ValueError]):
+    """The JSON value in the file `path` (local or gs://), decoded as read_utf8_file does.
+
+    Raises:
+      error_class: the bytes are not UTF-8 (as decode_utf8 says), or the text is not JSON; the
+        message names the file, the 1-based line and column, and what the parser expected.
+    """
+    text = read_utf8_file(path, error_class)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise error_class(
+            f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}"
+        ) from None
