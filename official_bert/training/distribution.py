@@ -55,16 +55,33 @@ def tpu_vm_device_files() -> list[str]:
 def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
     """The strategy name (and TPU) for the accelerators this machine can use.
 
-    Tries `tpu` if given, else a Colab TPU (COLAB_TPU_ADDR) or the TPU devices of a TPU VM
+    Takes `tpu` if given, else a Colab TPU (COLAB_TPU_ADDR) or the TPU devices of a TPU VM
     ("local"); falls back to "mirrored" with several GPUs, else "one_device" (a GPU or the CPU).
 
     Returns:
       (distribution_strategy, tpu): the arguments of `create_strategy` and of the scripts' flags.
+
+    Raises:
+      ConnectionError: `tpu` names a TPU that does not resolve. A TPU the user named is meant:
+        a run that trained on the CPU instead, hours later, would be worse than this error.
     """
-    candidates = [tpu] if tpu else []
-    if not tpu and os.environ.get("COLAB_TPU_ADDR"):
+    if tpu:
+        if tpu == "local" and not tpu_vm_device_files():
+            raise ConnectionError(
+                "cannot use TPU 'local': this machine has no TPU devices (/dev/accel*, /dev/vfio/*)"
+            )
+        try:
+            tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        except (ValueError, OSError, tf.errors.OpError) as error:
+            raise ConnectionError(
+                f"cannot use TPU {tpu!r}: {error}; leave the TPU empty to use what this machine has"
+            ) from None
+        logging.info("Using the TPU %s", tpu)
+        return "tpu", tpu
+    candidates = []
+    if os.environ.get("COLAB_TPU_ADDR"):
         candidates.append("grpc://" + os.environ["COLAB_TPU_ADDR"])
-    if not tpu and tpu_vm_device_files():
+    if tpu_vm_device_files():
         candidates.append("local")
     for candidate in candidates:
         try:

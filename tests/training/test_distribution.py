@@ -35,9 +35,15 @@ def test_strategies_by_name():
 
 def test_detection_falls_back_to_the_cpu_without_a_tpu(closed_port_address, monkeypatch):
     monkeypatch.delenv("COLAB_TPU_ADDR", raising=False)
+    monkeypatch.setattr(distribution, "tpu_vm_device_files", lambda: [])  # wherever CI runs
     assert detect_distribution() == ("one_device", None)
-    # A TPU name that does not resolve (no GCE metadata server here) falls back, with a warning.
-    assert detect_distribution("no-such-tpu-xyz") == ("one_device", None)
+    # A TPU the user named is meant: one that does not resolve (no GCE metadata server here) is
+    # an error, not hours of training on the CPU.
+    with pytest.raises(ConnectionError, match="cannot use TPU 'no-such-tpu-xyz'"):
+        detect_distribution("no-such-tpu-xyz")
+    with pytest.raises(ConnectionError, match="cannot use TPU 'local': this machine has no TPU"):
+        detect_distribution("local")
+    assert detect_distribution(closed_port_address) == ("tpu", closed_port_address)
     # Colab's legacy TPU runtime announces its address; a grpc:// address resolves without a
     # connection, so it is taken (create_strategy then checks that it answers).
     monkeypatch.setenv("COLAB_TPU_ADDR", closed_port_address.removeprefix("grpc://"))
