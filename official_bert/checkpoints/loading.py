@@ -71,6 +71,16 @@ def _holds_weights(path: str, names: tuple, suffixes: tuple) -> bool:
     return path.endswith(suffixes)
 
 
+def _is_safetensors_file(path: str) -> bool:
+    """A file in the safetensors layout whatever its name (save_bert_weights writes the name it
+    is given): an 8-byte little-endian header length, then the header's JSON object."""
+    if tf.io.gfile.exists(path + ".index") or not tf.io.gfile.exists(path):
+        return False
+    with tf.io.gfile.GFile(path, "rb") as reader:
+        head = reader.read(9)
+    return len(head) == 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 1
+
+
 def _refuse_other_frameworks(path: str) -> None:
     """Raises a ValueError saying how to convert, where `path` holds only another framework's
     weights (a file of theirs, or a directory with one and no TF checkpoint)."""
@@ -111,13 +121,11 @@ def detect_checkpoint_format(path: str) -> str:
     files beside it). Flax weights (`flax_model.msgpack`) are a ValueError
     that says how to convert them.
     """
-    if path.endswith(".safetensors") or (
-        tf.io.gfile.isdir(path)
-        and any(
-            tf.io.gfile.exists(os.path.join(path, name))
-            for name in (safetensors_bert.WEIGHTS_NAME, safetensors_bert.INDEX_NAME)
-        )
-    ):
+    if _holds_weights(
+        path,
+        (safetensors_bert.WEIGHTS_NAME, safetensors_bert.INDEX_NAME),
+        (".safetensors",),
+    ) or (not tf.io.gfile.isdir(path) and _is_safetensors_file(path)):
         return "safetensors"
     if _holds_weights(
         path, (pytorch_bert.WEIGHTS_NAME, pytorch_bert.INDEX_NAME), pytorch_bert.FILE_SUFFIXES

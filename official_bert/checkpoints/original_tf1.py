@@ -40,12 +40,37 @@ _KNOWN_HEAD_VARIABLE = re.compile(r"^(cls/.*|output_weights|output_bias)$")
 def folder_checkpoint_prefix(directory: str) -> str | None:
     """The checkpoint a folder holds: the one its `checkpoint` state file names, else its only
     prefix (the original release's zips hold bert_model.ckpt without a state file); None
-    where it holds none, or several and no state file to choose."""
-    prefix = tf.train.latest_checkpoint(directory)
-    if prefix is not None:
-        return prefix
+    where it holds none, or several and no state file naming one of them.
+
+    The state file may name the checkpoint by an absolute path of the place it was written
+    (the original's Estimator did: gs://bucket/run/model.ckpt-5); in a folder copied or moved
+    since, the checkpoint of that name in this folder is the one meant.
+    """
+    named = state_file_checkpoint(directory)
+    if named is not None:
+        here = os.path.join(directory, os.path.basename(named))
+        for candidate in (named, here):
+            if tf.io.gfile.exists(candidate + ".index"):
+                return candidate
     prefixes = _folder_prefixes(directory)
     return prefixes[0] if len(prefixes) == 1 else None
+
+
+def state_file_checkpoint(directory: str) -> str | None:
+    """The checkpoint `directory`'s `checkpoint` state file names (as written: relative paths
+    joined to the folder), or None where it has no readable state file. Read without
+    tf.train.latest_checkpoint, which logs an ERROR for a name whose files are elsewhere."""
+    if not tf.io.gfile.exists(os.path.join(directory, "checkpoint")):
+        return None
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (tf.errors.OpError, ValueError):
+        return None
+    if state is None or not state.model_checkpoint_path:
+        return None
+    named = state.model_checkpoint_path
+    absolute = os.path.isabs(named) or "://" in named
+    return named if absolute else os.path.join(directory, named)
 
 
 def _folder_prefixes(directory: str) -> list[str]:
@@ -70,9 +95,15 @@ def resolve_checkpoint_prefix(path: str) -> str:
         prefixes = _folder_prefixes(path)  # again, only to say what is wrong
         if prefixes:
             indexes = [os.path.basename(p) + ".index" for p in prefixes]
+            named = state_file_checkpoint(path)
+            state = (
+                f"a `checkpoint` file naming {named}, which is neither there nor here"
+                if named
+                else "no `checkpoint` file naming one"
+            )
             raise FileNotFoundError(
                 f"{path} holds several checkpoints ({', '.join(indexes[:4])}"
-                f"{' ...' if len(indexes) > 4 else ''}) and no `checkpoint` file naming one; "
+                f"{' ...' if len(indexes) > 4 else ''}) and {state}; "
                 f"pass the prefix of the one to read, e.g. {prefixes[0]}"
             )
         raise FileNotFoundError(f"no checkpoint found in directory {path}")

@@ -110,6 +110,8 @@ _SHARED_FIELDS = (
     "type_vocab_size",
     "initializer_range",
 )
+# transformers.BertConfig's defaults where the original's differ.
+_HF_DEFAULTS = {"vocab_size": 30522, "type_vocab_size": 2}
 
 
 def bert_config_from_hf(hf_config: dict, source: str = "config.json") -> BertConfig:
@@ -136,7 +138,9 @@ def bert_config_from_hf(hf_config: dict, source: str = "config.json") -> BertCon
             f"{source}: hidden_act {activation!r} is not supported; expected one of "
             f"{sorted(_HF_TO_OURS_ACTIVATION)}"
         )
-    values = {field: hf_config[field] for field in _SHARED_FIELDS if field in hf_config}
+    # A field the file leaves out takes transformers' default, which differs from the original
+    # bert_config.json's for these two (its type_vocab_size is 16, its vocab_size required).
+    values = {**_HF_DEFAULTS, **{f: hf_config[f] for f in _SHARED_FIELDS if f in hf_config}}
     values["hidden_act"] = _HF_TO_OURS_ACTIVATION[activation]
     epsilon = hf_config.get("layer_norm_eps", 1e-12)
     if epsilon != 1e-12:

@@ -162,3 +162,35 @@ def test_weights_load_into_a_model_not_built_yet(original_tiny_dir):
             FeatureBasedClassifier(BertEncoder.from_bert_config(config), num_classes=2),
             str(original_tiny_dir / "bert_model.ckpt"),
         )
+
+
+def test_a_tf_checkpoint_folder_is_read_before_safetensors_beside_it(original_tiny_dir, tmp_path):
+    """A run's output folder that also got a model.safetensors (an export, then more training):
+    its `checkpoint` state file names what the folder holds, as for the other layouts."""
+    folder = tmp_path / "run"
+    convert_checkpoint(str(original_tiny_dir / "bert_model.ckpt"), str(folder), "safetensors")
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    trained = BertEncoder.from_bert_config(config)
+    trained.build()
+    load_bert_weights(trained, str(folder / "model.safetensors"))
+    trained.token_embedding.embeddings.assign(trained.token_embedding.embeddings * 2.0)
+    save_bert_weights(trained, str(folder / "model.ckpt-7"), "object")
+    assert detect_checkpoint_format(str(folder)) == "object"
+    reader = BertEncoder.from_bert_config(config)
+    reader.build()
+    load_bert_weights(reader, str(folder))
+    np.testing.assert_array_equal(
+        reader.token_embedding.embeddings.numpy(), trained.token_embedding.embeddings.numpy()
+    )
+
+
+def test_safetensors_written_under_any_name_read_back(tmp_path):
+    encoder = BertEncoder(**tiny_encoder_kwargs())
+    encoder.build()
+    written = save_bert_weights(encoder, str(tmp_path / "weights"), "safetensors")
+    assert detect_checkpoint_format(written) == "safetensors"
+    reader = BertEncoder(**tiny_encoder_kwargs())
+    reader.build()
+    assert load_bert_weights(reader, written) == "safetensors"
+    for a, b in zip(reader.weights, encoder.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())

@@ -8,6 +8,7 @@ import tensorflow as tf
 
 from official_bert.checkpoints import load_bert_weights
 from official_bert.checkpoints.original_tf1 import (
+    folder_checkpoint_prefix,
     read_checkpoint_arrays,
     read_original_checkpoint,
     write_original_checkpoint,
@@ -201,3 +202,35 @@ def test_a_folder_without_a_state_file_reads_its_only_checkpoint(original_tiny_d
         load_bert_weights(from_folder, str(folder))
     assert "bert_model.ckpt.index, model.ckpt-1000.index" in str(error.value)
     assert f"e.g. {folder / 'bert_model.ckpt'}" in str(error.value)
+
+
+def test_a_moved_folder_reads_the_checkpoint_its_state_file_names(original_tiny_dir, tmp_path):
+    """The original's Estimator wrote absolute paths (gs://bucket/run/model.ckpt-5) into the
+    `checkpoint` state file; copied elsewhere, the folder's checkpoint of that name is meant."""
+    folder = tmp_path / "mrpc_output"
+    folder.mkdir()
+    config = BertConfig.from_json_file(str(original_tiny_dir / "bert_config.json"))
+    source, changed = (BertEncoder.from_bert_config(config) for _ in range(2))
+    for encoder in (source, changed):
+        encoder.build()
+    load_bert_weights(source, str(original_tiny_dir / "bert_model.ckpt"))
+    load_bert_weights(changed, str(original_tiny_dir / "bert_model.ckpt"))
+    changed.token_embedding.embeddings.assign(changed.token_embedding.embeddings + 1.0)
+    write_original_checkpoint(source, str(folder / "model.ckpt-3"))
+    write_original_checkpoint(changed, str(folder / "model.ckpt-5"))
+    (folder / "checkpoint").write_text(
+        'model_checkpoint_path: "gs://bucket/mrpc_output/model.ckpt-5"\n'
+        'all_model_checkpoint_paths: "gs://bucket/mrpc_output/model.ckpt-3"\n'
+        'all_model_checkpoint_paths: "gs://bucket/mrpc_output/model.ckpt-5"\n'
+    )
+    assert folder_checkpoint_prefix(str(folder)) == str(folder / "model.ckpt-5")
+    reader = BertEncoder.from_bert_config(config)
+    reader.build()
+    load_bert_weights(reader, str(folder))
+    np.testing.assert_array_equal(
+        reader.token_embedding.embeddings.numpy(), changed.token_embedding.embeddings.numpy()
+    )
+    # A state file naming a checkpoint that is in neither place says so.
+    (folder / "checkpoint").write_text('model_checkpoint_path: "/elsewhere/model.ckpt-9"\n')
+    with pytest.raises(FileNotFoundError, match=r"naming /elsewhere/model.ckpt-9, which is"):
+        load_bert_weights(reader, str(folder))

@@ -41,6 +41,14 @@ def test_hf_config_maps_gelu_to_the_exact_form(minilm):
         bert_config_from_hf({"vocab_size": 5, "position_embedding_type": "relative_key"})
 
 
+def test_fields_an_hf_config_leaves_out_take_transformers_defaults():
+    # transformers writes type_vocab_size 2 and vocab_size 30522 by default; the original
+    # bert_config.json's default type_vocab_size is 16 (and its vocab_size has none).
+    config = bert_config_from_hf({"hidden_size": 8, "num_attention_heads": 2})
+    assert (config.type_vocab_size, config.vocab_size) == (2, 30522)
+    assert bert_config_from_hf({"vocab_size": 5, "type_vocab_size": 16}).type_vocab_size == 16
+
+
 def test_every_activation_of_a_bert_config_round_trips_through_hf_config():
     # "linear" (an activation the original's modeling.py has) made convert_checkpoint.py's
     # safetensors output fail with a KeyError half-way.
