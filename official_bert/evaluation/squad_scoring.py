@@ -91,20 +91,38 @@ def _percent(scores, qids):
 
 
 def best_threshold(
-    scores, predictions, no_answer_odds, has_answer, abstain_threshold: float = 0.0
+    scores,
+    predictions,
+    no_answer_odds,
+    has_answer,
+    abstain_threshold: float = 0.0,
+    group_ties: bool = False,
 ) -> tuple[float, float]:
     """(best score in percent, its threshold): the official find_best_thresh. Questions are
     visited by increasing odds; answering each one (instead of abstaining) changes the count by
     its score if answerable, by -1 if not and the prediction is non-empty. When abstaining on
     every question is best, the threshold is `abstain_threshold` (the official 0.0, meant for
-    probabilities in [0, 1])."""
+    probabilities in [0, 1]).
+
+    The official search scores a threshold after each question, also between questions of equal
+    odds, which no threshold separates (`odds > threshold` abstains on all of them or none): its
+    best score may be one that no threshold reaches. `group_ties` scores only after the last
+    question of each odds value, so that the threshold returned gives the score returned (what
+    a threshold to predict with needs); without it the figures equal evaluate-v2.0.py's.
+    """
     current = best = sum(1 for qid in scores if not has_answer[qid])
     threshold = abstain_threshold
-    for qid in sorted(scores, key=lambda qid: no_answer_odds[qid]):
+    ordered = sorted(scores, key=lambda qid: no_answer_odds[qid])
+    for index, qid in enumerate(ordered):
         if has_answer[qid]:
             current += scores[qid]
         elif predictions.get(qid):
             current -= 1
+        tie_follows = (
+            index + 1 < len(ordered) and no_answer_odds[ordered[index + 1]] == no_answer_odds[qid]
+        )
+        if group_ties and tie_follows:
+            continue
         if current > best:
             best, threshold = current, no_answer_odds[qid]
     return 100.0 * best / len(scores), float(threshold)
@@ -193,7 +211,9 @@ def tune_no_answer_threshold(
     odds = {qid: float(no_answer_odds.get(qid, 0.0)) for qid in golds}
     _, f1_scores = _raw_scores(golds, best_non_null, version_2=True)
     lowest = min(odds.values(), default=0.0)
-    _, threshold = best_threshold(f1_scores, best_non_null, odds, has_answer, lowest - 1.0)
+    _, threshold = best_threshold(
+        f1_scores, best_non_null, odds, has_answer, lowest - 1.0, group_ties=True
+    )
     answers = {qid: ("" if odds[qid] > threshold else text) for qid, text in best_non_null.items()}
     results = squad_v2_scores(data, answers)
     results["null_score_diff_threshold"] = threshold

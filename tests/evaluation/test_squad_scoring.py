@@ -106,3 +106,19 @@ def test_tuning_searches_the_best_non_null_answers_and_can_abstain_everywhere():
     assert tuned["null_score_diff_threshold"] < -2.0
     assert tuned["exact"] == pytest.approx(200 / 3)
     assert squad_v2_scores(data, wrong, odds)["best_exact_thresh"] == 0.0  # the official value
+
+
+def test_tuning_does_not_split_questions_of_equal_odds():
+    # One answerable question right and two unanswerable ones answered, all at odds -0.1: no
+    # threshold answers a1 alone. The official search scores "a1 answered, n1 and n2 not"
+    # (100%), which no threshold gives; tuning must pick abstaining everywhere (2 of 3).
+    data = _data([("a1", ["Paris"]), ("n1", []), ("n2", [])])
+    answers = {"a1": "Paris", "n1": "Rome", "n2": "Oslo"}
+    odds = {"a1": -0.1, "n1": -0.1, "n2": -0.1}
+    assert squad_v2_scores(data, answers, odds)["best_f1"] == 100.0  # evaluate-v2.0.py's figure
+    tuned = tune_no_answer_threshold(data, answers, odds)
+    assert tuned["null_score_diff_threshold"] < -0.1
+    assert tuned["f1"] == pytest.approx(200 / 3)
+    # What the tuned threshold gives, scored as written, is what tuning reported.
+    at_tuned = squad_v2_scores(data, answers, odds, tuned["null_score_diff_threshold"])
+    assert at_tuned["f1"] == pytest.approx(tuned["f1"])
