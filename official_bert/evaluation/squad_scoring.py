@@ -52,18 +52,25 @@ def f1(prediction: str, gold: str, empty_matches_empty: bool = True) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def gold_answers(data: list[dict], version_2: bool) -> dict[str, list[str]]:
-    """question id -> its gold answer texts, from a SQuAD file's `data` list. For v2.0 answers
-    that normalise to "" are dropped and an unanswerable question gets [""]."""
-    golds = {}
+def question_answers(data: list[dict], version_2: bool) -> list[tuple[str, list[str]]]:
+    """(question id, its gold answer texts) for every question of a SQuAD file's `data` list,
+    in file order, a repeated id as often as it occurs. For v2.0 answers that normalise to ""
+    are dropped and an unanswerable question gets [""]."""
+    questions = []
     for article in data:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
                 texts = [answer["text"] for answer in qa.get("answers", [])]
                 if version_2:
                     texts = [text for text in texts if normalize_answer(text)] or [""]
-                golds[str(qa["id"])] = texts
-    return golds
+                questions.append((str(qa["id"]), texts))
+    return questions
+
+
+def gold_answers(data: list[dict], version_2: bool) -> dict[str, list[str]]:
+    """question id -> its gold answer texts (question_answers; a repeated id keeps its last
+    question's, as evaluate-v2.0.py's dict does)."""
+    return dict(question_answers(data, version_2))
 
 
 def _raw_scores(golds, predictions, version_2):
@@ -129,15 +136,24 @@ def best_threshold(
 
 
 def squad_v1_scores(data: list[dict], predictions: dict[str, str]) -> dict:
-    """{"exact_match", "f1"} in percent (evaluate-v1.1.py), plus "total" and "missing"."""
-    golds = gold_answers(data, version_2=False)
-    exact, f1_scores = _raw_scores(golds, predictions, version_2=False)
-    qids = list(golds)
+    """{"exact_match", "f1"} in percent (evaluate-v1.1.py), plus "total" and "missing".
+
+    As evaluate-v1.1.py, every question of the file counts, a repeated id as often as it occurs
+    (each scored against its own answers with the id's one prediction).
+    """
+    exact, f1_scores = [], []
+    missing = 0
+    for qid, answers in question_answers(data, version_2=False):
+        question_exact, question_f1 = _raw_scores({qid: answers}, predictions, version_2=False)
+        exact.append(question_exact[qid])
+        f1_scores.append(question_f1[qid])
+        missing += qid not in predictions
+    total = len(exact)
     return {
-        "exact_match": _percent(exact, qids),
-        "f1": _percent(f1_scores, qids),
-        "total": len(qids),
-        "missing": sum(1 for qid in qids if qid not in predictions),
+        "exact_match": 100.0 * sum(exact) / total if total else 0.0,
+        "f1": 100.0 * sum(f1_scores) / total if total else 0.0,
+        "total": total,
+        "missing": missing,
     }
 
 

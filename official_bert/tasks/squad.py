@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import os
@@ -155,10 +156,24 @@ def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
     prediction is made. Said at the start instead. Unanswerable: marked is_impossible, or with
     an empty answer list beside answered questions (a file with no answers at all is a test
     file, predicted and not scored)."""
+    questions = list(_questions(path))
+    ids = collections.Counter(str(qa.get("id")) for qa in questions)
+    repeated = {qid: count for qid, count in ids.items() if count > 1}
+    if repeated:
+        first = next(iter(repeated))
+        logging.warning(
+            "--%s=%s: %d question ids occur more than once (first: %r, %d times); "
+            "predictions.json holds one answer per id (the last question's, as the original)",
+            flag,
+            path,
+            len(repeated),
+            first,
+            repeated[first],
+        )
     if options.version_2_with_negative:
         return
-    questions = list(_questions(path))
-    marked = sum(bool(qa.get("is_impossible")) for qa in questions)
+    # Only a true value marks a question (a string "false" is read_squad_examples' type error).
+    marked = sum(qa.get("is_impossible") in (True, 1) for qa in questions)
     answered = sum(bool(qa.get("answers")) for qa in questions)
     unanswered = sum(qa.get("answers") == [] for qa in questions)
     if marked or (answered and unanswered):

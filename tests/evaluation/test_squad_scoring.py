@@ -122,3 +122,12 @@ def test_tuning_does_not_split_questions_of_equal_odds():
     # What the tuned threshold gives, scored as written, is what tuning reported.
     at_tuned = squad_v2_scores(data, answers, odds, tuned["null_score_diff_threshold"])
     assert at_tuned["f1"] == pytest.approx(tuned["f1"])
+
+
+def test_v1_counts_every_question_of_a_repeated_id_as_the_official_script():
+    # evaluate-v1.1.py loops over the file's questions: an id given twice counts twice, each
+    # question against its own answers, with the id's one prediction.
+    data = _data([("dup", ["Paris"]), ("dup", ["London"]), ("u", ["Rome"])])
+    scores = squad_v1_scores(data, {"dup": "Paris", "u": "Rome"})
+    assert scores["total"] == 3
+    assert scores["exact_match"] == pytest.approx(200 / 3)

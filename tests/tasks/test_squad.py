@@ -305,3 +305,30 @@ def test_training_batches_keep_their_padding_unless_asked(minilm_dir, tmp_path, 
     task.prepare(tf.distribute.get_strategy())
     batch = next(iter(task.train_dataset(None)))
     assert batch["input_word_ids"].shape[1] == (16 if trim_padding else 64)
+
+
+def test_the_version_check_reads_only_true_marks_and_warns_of_repeated_ids(tmp_path, caplog):
+    import logging
+    import types
+
+    from official_bert.tasks.squad import check_squad_version
+
+    qas = [
+        {"id": "q", "question": "who?", "answers": [{"text": "Ann", "answer_start": 0}]},
+        {"id": "q", "question": "who came?", "answers": [{"text": "Ann", "answer_start": 0}]},
+        # A v1.1 file whose converter wrote the mark as a string: not a SQuAD 2.0 question
+        # (the original ignores the field without --version_2_with_negative).
+        {
+            "id": "r",
+            "question": "?",
+            "answers": [{"text": "A", "answer_start": 0}],
+            "is_impossible": "false",
+        },
+    ]
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps({"data": [{"paragraphs": [{"context": "Ann came.", "qas": qas}]}]}))
+    with caplog.at_level(logging.WARNING, logger="absl"):
+        check_squad_version(
+            str(path), "predict_file", types.SimpleNamespace(version_2_with_negative=False)
+        )
+    assert "1 question ids occur more than once (first: 'q', 2 times)" in caplog.text
