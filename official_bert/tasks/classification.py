@@ -71,6 +71,11 @@ class ClassifierOptions(FinetuningOptions):
     )
     data_dir: str = option(help="The task's folder (train.tsv, dev.tsv, test.tsv, ...).")
     # === TF2 flags ===
+    processor_module: str | None = option(
+        None,
+        help="Your own tasks: a Python file (my_tasks.py) or an importable module name whose "
+        "processors (@register_processor) --task_name may then name; imported first.",
+    )
     feature_mode: str = option(
         "finetune",
         choices=FEATURE_MODES,

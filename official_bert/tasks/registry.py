@@ -8,7 +8,11 @@ family is one registered processor (docs/adding_a_task.md).
 
 from __future__ import annotations
 
-from official_bert.data.classification.examples import DataProcessor, get_processor
+from official_bert.data.classification.examples import (
+    DataProcessor,
+    get_processor,
+    import_processor_module,
+)
 from official_bert.data.multiple_choice.examples import MultipleChoiceProcessor
 from official_bert.data.tagging.examples import TaggingProcessor
 from official_bert.tasks.classification import (
@@ -35,6 +39,8 @@ def create_classifier_task(options: ClassifierOptions) -> Task:
     options' processor arguments); MultiLabelClassificationTask with options.multi_label."""
     # The flags' checks first: a wrong setting is named before any data is read.
     validate_classifier_options(options)
+    if options.processor_module:
+        import_processor_module(options.processor_module)
     processor = get_processor(options.task_name, options.data_dir, **options.processor_arguments())
     if options.multi_label:
         return MultiLabelClassificationTask(options, processor)

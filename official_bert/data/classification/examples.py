@@ -9,6 +9,11 @@ here, where callers have always found them.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
+
 import tensorflow as tf
 
 import official_bert.data.classification.glue_processors  # noqa: F401  (registers the GLUE tasks)
@@ -33,10 +38,41 @@ __all__ = [
     "DataProcessor",
     "TsvRow",
     "get_processor",
+    "import_processor_module",
     "processor_names",
     "read_delimited_rows",
     "register_processor",
 ]
+
+
+def import_processor_module(module: str) -> None:
+    """Imports `module`, a Python file's path (`my_tasks.py`) or an importable module name, so
+    that the processors it registers (@register_processor) can be named by get_processor.
+
+    Raises:
+      ValueError: no such file or module (the module's own errors pass through: they are in
+        the user's code, and its traceback is what finds them).
+    """
+    if module.endswith(".py"):
+        path = os.path.abspath(os.path.expanduser(module))
+        if not os.path.isfile(path):
+            raise ValueError(f"--processor_module={module}: no such file")
+        # A name of its own: a file named like a library module (json.py) must not replace it.
+        name = "processor_module_" + os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(name, path)
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[name] = loaded  # dataclasses and pickling look their module up by name
+        spec.loader.exec_module(loaded)
+        return
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name is None or not module.startswith(error.name):
+            raise
+        raise ValueError(
+            f"--processor_module={module}: no module named {error.name!r} on the Python path "
+            "(pass the file's path instead, e.g. ./my_tasks.py)"
+        ) from None
 
 
 def processor_names() -> list[str]:
