@@ -8,7 +8,7 @@ see every command's inputs.
 
 $BERT_BASE_DIR is a tiny BERT in the original release's layout (bert_config.json, vocab.txt,
 bert_model.ckpt with the pre-training heads), $GLUE_DIR holds small tasks in GLUE's file layouts,
-$SQUAD_DIR small SQuAD v1.1 files, $SICK_DIR a small task in SICK's layout, $BERT_CHINESE_DIR a
+$SQUAD_DIR small SQuAD v1.1 and v2.0 files, $SICK_DIR a small task in SICK's layout, $BERT_CHINESE_DIR a
 tiny Chinese BERT (samples/zh/vocab.txt, in a folder named as Google's chinese_L-12_H-768_A-12,
 so the casing check sees it as that model), $XNLI_DIR a small XNLI in its release's layout, and
 /tmp/ becomes a fresh folder. The flags are the pages', unchanged: a flag that a script lost or
@@ -235,9 +235,15 @@ def _write_glue(glue_dir):
 
 
 def _write_squad(squad_dir):
-    """train-v1.1.json and dev-v1.1.json: two paragraphs, answers at their real offsets."""
+    """train-v1.1.json and dev-v1.1.json: two paragraphs, answers at their real offsets; the
+    v2.0 files add an unanswerable question to each paragraph."""
     squad_dir.mkdir()
-    for name, offset in (("train-v1.1.json", 0), ("dev-v1.1.json", 5)):
+    for name, offset in (
+        ("train-v1.1.json", 0),
+        ("dev-v1.1.json", 5),
+        ("train-v2.0.json", 0),
+        ("dev-v2.0.json", 5),
+    ):
         paragraphs = []
         for p in range(2):
             context = " ".join(_sentence(offset + p * 3 + k) for k in range(12))
@@ -251,8 +257,18 @@ def _write_squad(squad_dir):
                         "answers": [{"text": answer, "answer_start": context.index(answer)}],
                     }
                 )
+            if "v2.0" in name:
+                qas.append(
+                    {
+                        "id": f"{name}-{p}-x",
+                        "question": "who flew ?",
+                        "answers": [],
+                        "is_impossible": True,
+                    }
+                )
             paragraphs.append({"context": context, "qas": qas})
-        data = {"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}
+        version = "v2.0" if "v2.0" in name else "1.1"
+        data = {"version": version, "data": [{"title": "t", "paragraphs": paragraphs}]}
         (squad_dir / name).write_text(json.dumps(data), encoding="utf-8")
 
 

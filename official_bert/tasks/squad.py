@@ -179,9 +179,15 @@ def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
     if marked or (answered and unanswered):
         count = marked or unanswered
         how = "marked is_impossible" if marked else "without answers beside answered ones"
+        also = (
+            " (a model trained on SQuAD 1.1 answers every question of it with "
+            "--null_score_diff_threshold=1e9 too)"
+            if flag == "predict_file"
+            else ""
+        )
         raise SquadFormatError(
             f"--{flag}={path}: {count} questions {how}, as in a SQuAD 2.0 file; pass "
-            "--version_2_with_negative=True"
+            f"--version_2_with_negative=True{also}"
         )
 
 
