@@ -17,6 +17,32 @@ import tensorflow as tf
 _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
+def _not_utf8(path: str, where: str, found: str, source: str, hint: str = "") -> str:
+    return (
+        f"{path}, {where}: {found}; expected UTF-8: convert the file, e.g. iconv -f {source} "
+        f"-t UTF-8 FILE > FILE.utf8{hint}"
+    )
+
+
+def decode_utf8_line(
+    raw: bytes, path: str, line_number: int, error_class: type[ValueError], hint: str = ""
+) -> str:
+    """One line of the file `path` (the readers of corpora and input lines decode line by line,
+    to stream), as text; `hint` ends the message (another way out, e.g. a flag that skips).
+
+    Raises:
+      error_class: the line is not UTF-8, named as decode_utf8 names it (the byte offset counted
+        in the line).
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        where = f"line {line_number} (byte {error.start} of the line)"
+        raise error_class(
+            _not_utf8(path, where, f"not UTF-8 ({error.reason})", "GB18030", hint)
+        ) from None
+
+
 def decode_utf8(data: bytes, path: str, error_class: type[ValueError]) -> str:
     """`data`, the bytes of the file `path`, as text: UTF-8, a leading byte-order mark removed.
 
@@ -32,10 +58,8 @@ def decode_utf8(data: bytes, path: str, error_class: type[ValueError]) -> str:
             found, source = "UTF-16 (it starts with UTF-16's byte-order mark)", "UTF-16"
         else:
             found, source = f"not UTF-8 ({error.reason})", "GB18030"
-        raise error_class(
-            f"{path}, line {line_number} (byte {error.start}): {found}; expected UTF-8: "
-            f"convert the file, e.g. iconv -f {source} -t UTF-8 FILE > FILE.utf8"
-        ) from None
+        where = f"line {line_number} (byte {error.start})"
+        raise error_class(_not_utf8(path, where, found, source)) from None
 
 
 def read_utf8_file(path: str, error_class: type[ValueError]) -> str:

@@ -393,7 +393,10 @@ def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
             num_workers=1,
         )
 
-    with pytest.raises(ValueError, match=r"corpus.txt:3: invalid UTF-8"):
+    with pytest.raises(
+        ValueError,
+        match=r"corpus.txt, line 3 \(byte \d+ of the line\): not UTF-8 .*iconv -f GB18030.*--on_decode_error=skip",
+    ):
         run(b"good line.\nanother.\nbad \xff byte\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # nothing half-written
     with pytest.raises(ValueError, match="holds no document"):
@@ -476,7 +479,7 @@ def test_skipped_lines_are_warned_about_and_a_run_that_refuses_them_is_not_a_rer
     ), warnings
     # Without skip the same command must stop at the bad line, not report the skip run's
     # outputs as complete.
-    with pytest.raises(ValueError, match=r"corpus.txt:2: invalid UTF-8"):
+    with pytest.raises(ValueError, match=r"corpus.txt, line 2 \(byte \d+ of the line\): not UTF-8"):
         write_pretraining_examples(inputs, [str(output)], settings, num_workers=1)
 
 

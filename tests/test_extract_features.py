@@ -431,3 +431,14 @@ def test_the_casing_a_released_models_folder_name_gives_is_logged(
     assert any("--do_lower_case not given: False" in r.getMessage() for r in caplog.records), [
         r.getMessage() for r in caplog.records
     ]
+
+
+def test_a_line_not_in_utf8_is_named_with_the_conversion(tmp_path):
+    # A GBK file, as a Chinese Windows editor saves it: the same message as every other reader.
+    text = tmp_path / "input.txt"
+    text.write_bytes("第一行\n".encode() + "第二行\n".encode("gbk"))
+    with pytest.raises(
+        ValueError,
+        match=r"input.txt, line 2 \(byte 0 of the line\): not UTF-8 .*iconv -f GB18030 -t UTF-8",
+    ):
+        list(read_text_examples(str(text)))

@@ -22,6 +22,7 @@ from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.data.document_windows import text_windows
 from official_bert.file_system import check_input_is_a_file
 from official_bert.tokenization import FastWordpieceBertTokenizer, FullTokenizer, as_fast_tokenizer
+from official_bert.utf8_text import decode_utf8_line
 
 _PAIR_SEPARATOR = re.compile(r"^(.*) \|\|\| (.*)$")
 
@@ -76,13 +77,7 @@ def read_text_examples(input_file: str) -> Iterator[TextExample]:
     empty_lines = []
     with tf.io.gfile.GFile(input_file, "rb") as reader:
         for index, raw_line in enumerate(reader):
-            try:
-                line = raw_line.decode("utf-8").strip()
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"{input_file}:{index + 1}: not valid UTF-8 ({error.reason} at byte "
-                    f"{error.start})"
-                ) from None
+            line = decode_utf8_line(raw_line, input_file, index + 1, ValueError).strip()
             if not line:
                 if not empty_lines:
                     logging.warning(

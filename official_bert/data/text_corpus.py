@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from official_bert.file_system import check_input_is_a_file
+from official_bert.utf8_text import decode_utf8_line
 
 
 @dataclasses.dataclass
@@ -124,16 +125,14 @@ def read_file_documents(
             counters.bytes_read += len(raw)
             try:
                 line = raw.decode("utf-8").strip()
-            except UnicodeDecodeError as error:
+            except UnicodeDecodeError:
                 if on_decode_error == "skip":
                     counters.skipped_lines += 1
                     counters.files_with_skipped_lines += not skipped_here
                     skipped_here = True
                     continue
-                raise ValueError(
-                    f"{path}:{line_number}: invalid UTF-8 ({error.reason} at byte "
-                    f"{error.start}); fix the file or pass --on_decode_error=skip"
-                ) from None
+                hint = ", or pass --on_decode_error=skip to leave such lines out"
+                decode_utf8_line(raw, path, line_number, ValueError, hint)  # raises
             if not line:
                 if sentences:
                     yield FileDocument(sentences, size, ended_by_blank_line=True)

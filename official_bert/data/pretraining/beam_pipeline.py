@@ -301,6 +301,7 @@ def write_pretraining_examples_with_beam(
     paths = shard_paths(output_prefix, num_shards)
     settings_dict = dataclasses.asdict(settings)
     settings_dict.update(
+        do_whole_word_mask=settings.masks_whole_words,  # a word segmenter masks whole words
         vocab_file=os.path.basename(settings.vocab_file),
         gzip_compress=gzip_compress,
         word_ref_files=list(settings.word_ref_files),

@@ -615,6 +615,8 @@ def write_pretraining_examples(
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
     settings_dict = dataclasses.asdict(settings)
+    # What the records were made with: a word segmenter masks whole words, the flag or not.
+    settings_dict["do_whole_word_mask"] = settings.masks_whole_words
     if not settings.preserve_unused_tokens:  # recorded only when on: earlier summaries stay valid
         del settings_dict["preserve_unused_tokens"]
     settings_dict.update(

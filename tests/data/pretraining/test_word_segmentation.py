@@ -103,6 +103,8 @@ def _check_acceptance(corpus, vocab_file, tmp_path, **overrides):
     assert whole > 500
     assert whole / (whole + partial) >= 0.95, (whole, partial)
     assert abs(summary["fraction_predicted_of_eligible"] - 0.15) <= 0.015
+    # The summary says what the records were made with: whole words, though the flag is off.
+    assert summary["settings"]["do_whole_word_mask"] is True
     for example in examples:  # the budget holds
         assert example["masked_lm_weights"].sum() <= 20
     return whole, partial
@@ -298,3 +300,4 @@ def test_the_beam_pipeline_masks_jieba_words_whole(tmp_path):
     assert whole > 500
     assert whole / (whole + partial) >= 0.95, (whole, partial)
     assert abs(summary["fraction_predicted_of_eligible"] - 0.15) <= 0.015
+    assert summary["settings"]["do_whole_word_mask"] is True
