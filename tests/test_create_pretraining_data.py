@@ -193,6 +193,7 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
         lambda: segment_directories.append(new_directory()) or segment_directories[-1],
     )
     settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
+    corpus = _repeated_corpus(tmp_path)
     outputs, summaries = {}, {}
     for run in ("one", "spawned", "forked"):
         paths = [str(tmp_path / f"{run}_{shard}.tfrecord") for shard in range(2)]
@@ -202,7 +203,7 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
                     "-c",
                     _WRITE_WITH_A_FRESH_PROCESS,
                     vocab_file,
-                    str(CORPUS),
+                    str(corpus),
                     *paths,
                 ],
                 timeout=600,
@@ -213,7 +214,7 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
             outputs[run] = [gzip.decompress(Path(path).read_bytes()) for path in paths]
         else:
             summaries[run] = write_pretraining_examples(
-                [str(CORPUS)],
+                [str(corpus)],
                 paths,
                 settings,
                 num_workers=1 if run == "one" else 2,
@@ -236,14 +237,23 @@ def test_helper_processes_write_the_same_bytes_as_one_process(vocab_file, tmp_pa
     assert list(scratch.iterdir()) == []
 
 
+def _repeated_corpus(tmp_path):
+    """The sample corpus three times (36 documents): many work units of the fewest documents
+    one may hold (MIN_DOCUMENTS_PER_CHUNK) at a small chunk_bytes."""
+    corpus = tmp_path / "corpus_x3.txt"
+    corpus.write_text(("\n\n".join([CORPUS.read_text().strip()] * 3)) + "\n")
+    return corpus
+
+
 def test_several_outputs_take_the_records_round_robin_across_chunks(vocab_file, tmp_path):
     # Many small chunks, so that chunk boundaries fall anywhere in the rotation over 3 files.
-    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=2, chunk_bytes=300)
+    settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=3, chunk_bytes=300)
+    corpus = _repeated_corpus(tmp_path)
     whole = write_pretraining_examples(
-        [str(CORPUS)], [str(tmp_path / "one.tfrecord")], settings, num_workers=1
+        [str(corpus)], [str(tmp_path / "one.tfrecord")], settings, num_workers=1
     )
     paths = [str(tmp_path / f"three_{k}.tfrecord") for k in range(3)]
-    write_pretraining_examples([str(CORPUS)], paths, settings, num_workers=1)
+    write_pretraining_examples([str(corpus)], paths, settings, num_workers=1)
     assert whole["chunks"] > 4 and whole["instances"] % 3 != 0
     records = [r.numpy() for r in tf.data.TFRecordDataset(str(tmp_path / "one.tfrecord"))]
     for k, path in enumerate(paths):
@@ -584,3 +594,40 @@ def test_preserve_unused_tokens_flag_keeps_unused_tokens_whole(vocab_file, tmp_p
     assert preserved_ids >= unused_ids
     summary = json.loads((tmp_path / ".o.tfrecord.summary.json").read_text())
     assert summary["settings"]["preserve_unused_tokens"] is True
+
+
+def test_random_next_sentences_come_from_another_document_when_documents_are_large(
+    vocab_file, tmp_path
+):
+    """A document larger than a work unit (a book over --chunk_megabytes) made a unit of its
+    own, whose random B could only come from itself: labelled "random", it was A's own text."""
+    # Five books, each marked by a word of its own: four fill a unit, the fifth (alone at the
+    # end) joins it.
+    words = ("cat", "sea", "sky", "tree", "road")
+    books = [
+        "\n".join(f"a long story of the {word} , part {n} ." for n in range(120)) for word in words
+    ]
+    corpus = tmp_path / "books.txt"
+    corpus.write_text("\n\n".join(books) + "\n")
+    settings = PretrainingDataSettings(
+        vocab_file=vocab_file, dupe_factor=2, max_seq_length=64, chunk_bytes=2000
+    )
+    output = tmp_path / "out.tfrecord"
+    write_pretraining_examples([str(corpus)], [str(output)], settings, num_workers=1)
+    vocab = load_vocab(vocab_file)
+    marks = {vocab[word] for word in words}
+    spec = pretraining_feature_spec(64, 20)
+    random_next = 0
+    for example in _read(output, spec):
+        ids, segments = example["input_ids"], example["segment_ids"]
+        length = int(example["input_mask"].sum())
+        # Masked positions hold [MASK] or another word: read the original ids back.
+        count = int(example["masked_lm_weights"].sum())
+        ids = ids.copy()
+        ids[example["masked_lm_positions"][:count]] = example["masked_lm_ids"][:count]
+        a = {int(i) for i in ids[:length][segments[:length] == 0]} & marks
+        b = {int(i) for i in ids[:length][segments[:length] == 1]} & marks
+        if example["next_sentence_labels"][0] == 1 and a and b:
+            random_next += 1
+            assert a != b, "a random next sentence from A's own document"
+    assert random_next > 20

@@ -59,7 +59,12 @@ def define_flags() -> None:
     flags.DEFINE_integer(
         "num_output_shards", None, "Write --output_file as this many shards NAME-00000-of-0000N."
     )
-    flags.DEFINE_integer("documents_per_chunk", 1000, "Documents per work unit (bounds memory).")
+    flags.DEFINE_integer(
+        "documents_per_chunk",
+        1000,
+        "Documents per work unit (bounds memory); at least 4 with next-sentence pairs, whose "
+        "random B comes from another document of the unit.",
+    )
     flags.DEFINE_float(
         "chunk_megabytes", 0.5, "Close a work unit once it holds this much text (bounds memory)."
     )

@@ -150,10 +150,16 @@ def read_corpus_chunks(
     chunk_bytes: int,
     on_decode_error: str = "fail",
     counters: CorpusCounters | None = None,
+    min_documents: int = 1,
 ) -> Iterator[CorpusChunk]:
     """Yields chunks of at most `documents_per_chunk` documents, closed early once they hold
     `chunk_bytes` of text (at a document boundary). A document never spans two files.
 
+    min_documents: a chunk holds at least this many documents, whatever the two limits say
+      (the last chunk, if shorter, joins the one before it; a corpus with fewer documents is
+      one chunk). Next-sentence prediction draws a random B from another document of the same
+      chunk: a chunk of one document (a book larger than chunk_bytes) would draw it from A's own
+      document and label it random.
     on_decode_error: "fail" raises ValueError naming the file and line of invalid UTF-8;
       "skip" drops the line and counts it in `counters.skipped_lines`.
     """
@@ -163,17 +169,28 @@ def read_corpus_chunks(
     documents: list[list[str]] = []
     size = 0
     index = 0
+    held: CorpusChunk | None = None  # the last chunk closed, kept until the next one closes
     for path in files:
         for document in read_file_documents(path, on_decode_error, counters):
             documents.append(document.sentences)
             size += document.num_bytes
             # A chunk closes at a blank line only: the last document of a file without one
             # stays in the chunk (as the chunks have always been cut; the output depends on it).
-            if document.ended_by_blank_line and (
-                len(documents) >= documents_per_chunk or size >= chunk_bytes
+            if (
+                document.ended_by_blank_line
+                and len(documents) >= min_documents
+                and (len(documents) >= documents_per_chunk or size >= chunk_bytes)
             ):
-                yield CorpusChunk(index, documents, size)
+                if held is not None:
+                    yield held
+                held = CorpusChunk(index, documents, size)
                 index += 1
                 documents, size = [], 0
+    if documents and held is not None and len(documents) < min_documents:
+        held.documents.extend(documents)
+        held.num_bytes += size
+        documents = []
+    if held is not None:
+        yield held
     if documents:
         yield CorpusChunk(index, documents, size)

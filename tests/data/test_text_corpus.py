@@ -70,3 +70,15 @@ def test_a_folder_is_refused_alone_with_a_file_or_matched_by_a_glob(tmp_path):
     with pytest.raises(IsADirectoryError, match=rf"{folder} \(matched by '{tmp_path}/\*'\) "):
         expand_input_patterns(f"{tmp_path}/*")
     assert expand_input_patterns(f"{folder}/*") == [str(folder / "part1.txt")]
+
+
+def test_a_chunk_holds_the_fewest_documents_asked_and_a_short_tail_joins_the_last(tmp_path):
+    # Documents larger than chunk_bytes (books): each would close a chunk of its own.
+    (tmp_path / "books.txt").write_text("".join(f"Book {n} text.\n\n" for n in range(7)))
+    files = [str(tmp_path / "books.txt")]
+    chunks = list(read_corpus_chunks(files, 1000, chunk_bytes=1, min_documents=3))
+    assert [len(chunk.documents) for chunk in chunks] == [3, 4]  # the 7th joined the 2nd
+    assert [chunk.index for chunk in chunks] == [0, 1]
+    assert chunks[1].num_bytes == sum(len(f"Book {n} text.\n") for n in range(3, 7))
+    assert [len(c.documents) for c in read_corpus_chunks(files, 1000, 1, min_documents=8)] == [7]
+    assert len(list(read_corpus_chunks(files, 1000, chunk_bytes=1))) == 7

@@ -83,6 +83,10 @@ from official_bert.tokenization import load_vocab
 
 _REQUIRED_TOKENS = ("[CLS]", "[SEP]", "[MASK]")
 MASKING_MODES = ("static", "dynamic")
+# The fewest documents a work unit holds when next-sentence pairs are made: a random B comes
+# from another document of the unit (the original draws from the whole corpus, which it holds in
+# memory), up to 10 tries, so with 4 documents a B from A's own document is 4**-10 likely.
+MIN_DOCUMENTS_PER_CHUNK = 4
 
 
 @dataclasses.dataclass(frozen=True)
@@ -649,7 +653,12 @@ def write_pretraining_examples(
         num_workers = default_num_workers(total_bytes, settings.dupe_factor)
     counters = text_corpus.CorpusCounters()
     chunks = text_corpus.read_corpus_chunks(
-        input_files, settings.documents_per_chunk, settings.chunk_bytes, on_decode_error, counters
+        input_files,
+        settings.documents_per_chunk,
+        settings.chunk_bytes,
+        on_decode_error,
+        counters,
+        min_documents=MIN_DOCUMENTS_PER_CHUNK if settings.next_sentence else 1,
     )
     if settings.word_ref_files:
         chunks = attach_word_references(chunks, settings.word_ref_files)
