@@ -63,7 +63,9 @@ class BertEmbeddings(keras.layers.Layer):
         # keras.layers.Dropout, or its faster twin when the fast kernels are on.
         self.dropout = dropout_layer(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
-    def build(self, input_shape=None):
+    def build(self, input_word_ids_shape=None, input_type_ids_shape=None):
+        # Named as compute_output_shape's arguments (model.summary() passes the shapes a direct
+        # build() recorded to it); the weights do not depend on them.
         self.word_embeddings.build((None, None))
         self.token_type_embeddings.build((None, None))
         # Absolute learned positions, one row per position, as the original's

@@ -103,7 +103,9 @@ class TransformerBlock(keras.layers.Layer):
             epsilon=layer_norm_epsilon, dtype=policy, name="output_layer_norm"
         )
 
-    def build(self, input_shape):
+    def build(self, inputs_shape):
+        # Named as compute_output_shape's first argument: model.summary() passes the shapes a
+        # direct build() recorded, under build()'s names, to compute_output_shape.
         hidden_shape = (None, None, self.hidden_size)
         self.attention.build(hidden_shape, hidden_shape)
         self.attention_layer_norm.build(hidden_shape)

@@ -147,7 +147,7 @@ class BertEncoder(TokenIdModel):
         return self.embeddings.word_embeddings
 
     def build(self, input_shape=None):
-        self.embeddings.build()
+        self.embeddings.build((None, None), (None, None))
         for block in self.transformer_layers:
             block.build((None, None, self.hidden_size))
         self.pooler.build((None, self.hidden_size))
