@@ -10,10 +10,11 @@ import re
 import numpy as np
 import tensorflow as tf
 from absl import logging
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.numpy import save_file
 
 from official_bert.atomic_output import atomic_output
+from official_bert.checkpoints.damaged_checkpoint import DamagedCheckpointError
 from official_bert.checkpoints.hf_shard_index import (
     describe_weight_files,
     load_shards,
@@ -204,17 +205,72 @@ def _load_safetensors_file(path: str) -> dict[str, np.ndarray]:
         return _load_local_safetensors_file(local)
 
 
-def _load_local_safetensors_file(path: str) -> dict[str, np.ndarray]:
+# What a Git LFS pointer file starts with: the text `git clone` of a Hub repository leaves in
+# place of each large file when git-lfs is not installed.
+_GIT_LFS_POINTER_START = b"version https://git-lfs"
+
+
+def _damaged_safetensors(path: str, reason: str) -> DamagedCheckpointError:
+    """The error for the unreadable local safetensors file `path`, naming it and its size; a Git
+    LFS pointer is named as such (the fix is `git lfs pull`, not another copy)."""
+    size = os.path.getsize(path)
     with open(path, "rb") as reader:
-        header_size = int.from_bytes(reader.read(8), "little")
-        header = json.loads(reader.read(header_size))
+        head = reader.read(len(_GIT_LFS_POINTER_START))
+    if head == _GIT_LFS_POINTER_START:
+        return DamagedCheckpointError(
+            f"{path} ({size} bytes) is a Git LFS pointer, not the weights (a Hub repository "
+            "cloned without git-lfs?): run `git lfs pull` in its folder, or download the file"
+        )
+    return DamagedCheckpointError(
+        f"{path} ({size} bytes): not a readable safetensors file ({reason}); damaged or cut "
+        "short: copy or download it again"
+    )
+
+
+def _read_safetensors_header(path: str) -> tuple[dict, int]:
+    """The JSON header of the local safetensors file `path` (tensor name -> {"dtype", "shape",
+    "data_offsets"}) and its length in bytes. The file starts with that length (8 bytes, little
+    endian), then the header. Checked against the file's size before it is read: the 8 bytes of
+    a damaged file (or the text "version " of a Git LFS pointer) can say any length up to 2**64.
+    Raises DamagedCheckpointError naming the file and its size."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as reader:
+        head = reader.read(8)
+        if len(head) < 8:
+            raise _damaged_safetensors(path, "shorter than its 8-byte header length")
+        header_size = int.from_bytes(head, "little")
+        if header_size > size - 8:
+            raise _damaged_safetensors(
+                path,
+                f"its header should take {header_size} bytes, the file has {size - 8} after "
+                "the header length",
+            )
+        text = reader.read(header_size)
+    try:
+        header = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise _damaged_safetensors(path, f"its header is not JSON: {error}") from None
+    if not isinstance(header, dict):
+        raise _damaged_safetensors(
+            path, f"its header is a JSON {type(header).__name__}, not an object"
+        )
+    return header, header_size
+
+
+def _load_local_safetensors_file(path: str) -> dict[str, np.ndarray]:
+    """All tensors of the local safetensors file `path` by name (BF16 widened to float32).
+    Raises DamagedCheckpointError naming the file and its size when it cannot be read."""
+    header, header_size = _read_safetensors_header(path)
     arrays = {}
-    with safe_open(path, framework="numpy") as tensors:
-        for name in tensors.keys():
-            if header[name]["dtype"] == "BF16":
-                arrays[name] = _read_raw_tensor(path, header[name], header_size)
-            else:
-                arrays[name] = tensors.get_tensor(name)
+    try:
+        with safe_open(path, framework="numpy") as tensors:
+            for name in tensors.keys():
+                if header[name]["dtype"] == "BF16":
+                    arrays[name] = _read_raw_tensor(path, header[name], header_size)
+                else:
+                    arrays[name] = tensors.get_tensor(name)
+    except SafetensorError as error:
+        raise _damaged_safetensors(path, str(error)) from None
     return arrays
 
 

@@ -7,6 +7,7 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from official_bert.checkpoints import detect_checkpoint_format, load_bert_weights
+from official_bert.checkpoints.damaged_checkpoint import DamagedCheckpointError
 from official_bert.checkpoints.safetensors_bert import (
     bert_config_from_hf,
     hf_config_from_bert_config,
@@ -144,6 +145,38 @@ def test_missing_and_mis_shaped_tensors_are_listed(tmp_path):
     assert "encoder.layer.0.surprise [2]" in message
     with pytest.raises(FileNotFoundError, match="safetensors file not found"):
         read_safetensors_checkpoint(str(tmp_path / "none.safetensors"), encoder)
+
+
+def test_damaged_files_are_one_error_naming_the_file_and_its_size(tmp_path):
+    # A Git LFS pointer (a Hub clone without git-lfs) read its "version " as a header length of
+    # ~2e18 bytes (MemoryError); an empty file and a cut-short one raised JSONDecodeError and
+    # SafetensorError, naming no file.
+    whole = tmp_path / "whole.safetensors"
+    save_file({"w": np.arange(64, dtype=np.float32)}, str(whole))
+    lfs = tmp_path / "lfs" / "model.safetensors"
+    lfs.parent.mkdir()
+    lfs.write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:53ec2b0b\nsize 90868376\n"
+    )
+    with pytest.raises(
+        DamagedCheckpointError, match=rf"{lfs} \(77 bytes\) is a Git LFS pointer.*git lfs pull"
+    ):
+        load_safetensors_arrays(str(lfs.parent))
+    cases = {
+        "empty": (b"", "shorter than its 8-byte header length"),
+        "cut_in_header": (whole.read_bytes()[:20], "its header should take"),
+        "cut_in_data": (whole.read_bytes()[:-10], "incomplete metadata"),
+        "not_json": ((4).to_bytes(8, "little") + b"{{{{", "its header is not JSON"),
+    }
+    for name, (content, reason) in cases.items():
+        path = tmp_path / f"{name}.safetensors"
+        path.write_bytes(content)
+        with pytest.raises(DamagedCheckpointError) as error:
+            load_safetensors_arrays(str(path))
+        message = str(error.value)
+        assert message.startswith(f"{path} ({len(content)} bytes): not a readable safetensors")
+        assert reason in message and "copy or download it again" in message
+        assert "\n" not in message
 
 
 def test_shards_listed_by_an_index_are_read_as_one_checkpoint(tmp_path):
