@@ -24,6 +24,7 @@ import urllib.request
 from absl import logging
 
 from official_bert.checkpoints.download_cache import (
+    checkpoint_cache_dir,
     download,
     exclusive,
     open_url,
@@ -109,7 +110,14 @@ def hugging_face_repository(reference: str) -> str:
         commit = _read_text(record)
         folder = commit and os.path.join(source_folder(f"{endpoint}/{repository}@{commit}"), name)
         if not folder or not os.path.isdir(folder):
-            raise
+            # Raised here, not urllib's URLError from deep in urllib: the scripts print an
+            # OSError of the library as one line.
+            cause = error.reason if isinstance(error, urllib.error.URLError) else error
+            raise OSError(
+                f"{reference}: the Hugging Face Hub ({endpoint}) cannot be reached ({cause}) "
+                f"and no copy of it is in the download cache {checkpoint_cache_dir()}; connect "
+                "(or set $HF_ENDPOINT to a mirror), or pass a local folder of the repository"
+            ) from error
         logging.warning(
             "%s: the Hub cannot be reached (%s); using the copy of commit %s",
             reference,

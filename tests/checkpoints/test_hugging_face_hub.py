@@ -4,6 +4,7 @@
 import functools
 import http.server
 import json
+import os
 import pathlib
 import shutil
 import threading
@@ -18,6 +19,7 @@ from official_bert.checkpoints import download_cache
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
 from official_bert.checkpoints.conversion import convert_checkpoint
 from official_bert.checkpoints.hugging_face_hub import _repository_and_revision
+from official_bert.script_main import is_input_error
 from tests.conftest import FIXTURES
 
 
@@ -225,3 +227,18 @@ def test_a_mirror_that_tells_no_commit_is_cached_by_revision(hub):
     downloads = list(hub.handler.gets)
     assert resolve_checkpoint_url("hf://tiny/bert-pt@main") == folder
     assert hub.handler.gets == downloads
+
+
+def test_an_unreachable_hub_without_a_copy_is_one_line_naming_the_reference(hub, tmp_path):
+    # It re-raised urllib's URLError, whose innermost frame is in urllib: the scripts printed
+    # a 26-frame traceback instead of their one-line error.
+    endpoint = os.environ["HF_ENDPOINT"]
+    hub.stop()
+    with pytest.raises(OSError) as error:
+        resolve_checkpoint_url("hf://tiny/bert-pt")
+    assert type(error.value) is OSError
+    message = str(error.value)
+    assert message.startswith(f"hf://tiny/bert-pt: the Hugging Face Hub ({endpoint}) cannot be")
+    assert f"no copy of it is in the download cache {tmp_path / 'cache'}" in message
+    assert "Connection refused" in message and "\n" not in message
+    assert is_input_error(error.value, "script.py")
