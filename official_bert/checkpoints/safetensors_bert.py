@@ -290,6 +290,14 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     )
 
 
+def _hf_layout_shape(tf1_name: str, tf1_shape) -> list[int]:
+    """The shape `tf1_shape` (the original layout) has in an HF file: a dense kernel's [in, out]
+    is stored [out, in]. Mismatch messages give both shapes in the file's layout, so that a
+    transposed or resized weight does not read as two equal shapes."""
+    shape = list(tf1_shape)
+    return shape[::-1] if _TRANSPOSED_IN_HF.search(tf1_name) else shape
+
+
 def read_hf_named_weights(
     arrays: dict[str, np.ndarray], model, source: str, require_heads: bool = False
 ) -> int:
@@ -346,7 +354,7 @@ def read_hf_named_weights(
         [f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing],
         [
             f"{names[e.tf1_name]}: file {list(arrays[names[e.tf1_name]].shape)}, "
-            f"model expects {list(e.tf1_shape)} (original layout)"
+            f"model expects {_hf_layout_shape(e.tf1_name, e.tf1_shape)}"
             for e, _ in mis_shaped
         ],
         unexpected,

@@ -133,6 +133,11 @@ def test_missing_and_mis_shaped_tensors_are_listed(tmp_path):
     del tensors["encoder.layer.1.output.dense.bias"]
     tensors["pooler.dense.weight"] = np.zeros((32, 31), np.float32)
     tensors["encoder.layer.0.surprise"] = np.zeros((2,), np.float32)
+    # Both shapes in the file's [out, in] layout: the expectation was in the original's
+    # [in, out], so a transposed weight read "file [32, 64], model expects [32, 64]".
+    intermediate = "encoder.layer.0.intermediate.dense.weight"
+    tensors[intermediate] = tensors[intermediate].T.copy()
+    tensors["encoder.layer.1.output.dense.weight"] = np.zeros((32, 48), np.float32)
     save_file(tensors, str(tmp_path / "b.safetensors"))
     with pytest.raises(CheckpointMismatchError) as error:
         read_safetensors_checkpoint(str(tmp_path / "b.safetensors"), encoder)
@@ -142,6 +147,8 @@ def test_missing_and_mis_shaped_tensors_are_listed(tmp_path):
         in message
     )
     assert "pooler.dense.weight: file [32, 31], model expects [32, 32]" in message
+    assert f"{intermediate}: file [32, 64], model expects [64, 32]" in message
+    assert "encoder.layer.1.output.dense.weight: file [32, 48], model expects [32, 64]" in message
     assert "encoder.layer.0.surprise [2]" in message
     with pytest.raises(FileNotFoundError, match="safetensors file not found"):
         read_safetensors_checkpoint(str(tmp_path / "none.safetensors"), encoder)
