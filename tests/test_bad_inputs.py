@@ -292,6 +292,10 @@ def test_a_truncated_checkpoint_names_its_files(truncated_checkpoint, tmp_path):
     expected = r"bert_model\.ckpt\.data-00000-of-00001 \(413140 bytes\)"
     with pytest.raises(DamagedCheckpointError, match=expected):
         load_bert_weights(model, str(truncated_checkpoint))
+    # Given by its folder ($BERT_BASE_DIR), the files of the prefix it holds: the folder's own
+    # `<folder>.*` were looked for, and the message said "its files: no files".
+    with pytest.raises(DamagedCheckpointError, match=rf"bert_model\.ckpt: .*{expected}"):
+        load_bert_weights(model, str(truncated_checkpoint.parent))
     # convert_checkpoint.py reads it through the same loader.
     with pytest.raises(DamagedCheckpointError, match=r"cannot read the checkpoint .*damaged"):
         convert_checkpoint(str(truncated_checkpoint), str(tmp_path / "out"), "safetensors")

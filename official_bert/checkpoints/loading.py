@@ -150,6 +150,14 @@ def detect_checkpoint_format(path: str) -> str:
     )
 
 
+def checkpoint_read_errors_named(path: str):
+    """damaged_checkpoint_named for a checkpoint as the loaders take it: a folder holding a TF
+    checkpoint is named by that checkpoint's prefix, so that the error lists the prefix's files
+    with their sizes (the folder's own `<folder>.*` are none)."""
+    prefix = original_tf1.folder_checkpoint_prefix(path) if tf.io.gfile.isdir(path) else None
+    return damaged_checkpoint_named(prefix or path)
+
+
 def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **kwargs) -> str:
     """Loads BERT weights from `path` into a built model; returns the format that was read.
 
@@ -158,7 +166,7 @@ def load_bert_weights(model, path: str, checkpoint_format: str | None = None, **
     Raises:
       DamagedCheckpointError: a file of the checkpoint is cut short or damaged (naming them).
     """
-    with damaged_checkpoint_named(path):
+    with checkpoint_read_errors_named(path):
         checkpoint_format = checkpoint_format or detect_checkpoint_format(path)
         if checkpoint_format == "tf1":
             original_tf1.read_original_checkpoint(path, model, **kwargs)

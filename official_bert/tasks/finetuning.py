@@ -15,8 +15,8 @@ from absl import logging
 
 from official_bert.checkpoints import head_labels, load_bert_weights
 from official_bert.checkpoints.checkpoint_url import resolve_checkpoint_url
-from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_named
 from official_bert.checkpoints.loading import (
+    checkpoint_read_errors_named,
     detect_checkpoint_format,
     find_bert_config,
     find_lower_case,
@@ -275,7 +275,7 @@ def check_init_checkpoint_is_there(options) -> None:
     otherwise stop the run only after the training set's features are written. After the
     casing check, which reads the path's name only, as the original's."""
     if options.init_checkpoint:
-        with damaged_checkpoint_named(options.init_checkpoint):
+        with checkpoint_read_errors_named(options.init_checkpoint):
             detect_checkpoint_format(options.init_checkpoint)
 
 
