@@ -15,6 +15,8 @@ from official_bert.checkpoints.damaged_checkpoint import damaged_checkpoint_name
 from official_bert.checkpoints.tf1_hub_module import is_tf1_hub_module, module_checkpoint_prefix
 from official_bert.checkpoints.variable_table import (
     WeightEntry,
+    config_from_shapes,
+    layer_count,
     log_kept_initializations,
     model_entries,
     raise_if_mismatched,
@@ -178,6 +180,11 @@ def load_tf1_named_weights(
             continue
         unexpected.append(f"{name} {list(shapes[name])}")
 
+    own_shapes = {  # the names without scope_prefix
+        name[len(scope_prefix) :]: shape
+        for name, shape in shapes.items()
+        if name.startswith(scope_prefix)
+    }
     mis_shaped = [
         (e, tuple(shapes[scope_prefix + e.tf1_name]))
         for e in entries
@@ -195,6 +202,7 @@ def load_tf1_named_weights(
         ],
         unexpected,
         head_sizes=sized_head_mismatches(mis_shaped),
+        checkpoint_sizes=config_from_shapes(own_shapes, layer_count(own_shapes)),
     )
 
     loaded = [e for e in entries if e.part not in skipped_parts]

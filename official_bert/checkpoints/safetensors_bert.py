@@ -21,6 +21,8 @@ from official_bert.checkpoints.hf_shard_index import (
     weight_files,
 )
 from official_bert.checkpoints.variable_table import (
+    config_from_shapes,
+    layer_count,
     log_kept_initializations,
     model_entries,
     raise_if_mismatched,
@@ -56,6 +58,8 @@ _NAME_TABLE = [
 ]
 # HF stores Linear weights as [out, in]; the original kernels are [in, out].
 _TRANSPOSED_IN_HF = re.compile(r"/kernel$")
+# An encoder layer's tensor (group 1: its index), with or without the `bert.` prefix.
+_HF_LAYER = re.compile(r"^(?:bert\.)?encoder\.layer\.(\d+)\.")
 # Present in HF files but not weights of their own: a buffer, and the decoder tied to the
 # word embeddings (its bias is cls.predictions.bias).
 _IGNORED_HF_NAMES = re.compile(
@@ -290,11 +294,12 @@ def read_safetensors_checkpoint(path: str, model, require_heads: bool = False) -
     )
 
 
-def _hf_layout_shape(tf1_name: str, tf1_shape) -> list[int]:
-    """The shape `tf1_shape` (the original layout) has in an HF file: a dense kernel's [in, out]
-    is stored [out, in]. Mismatch messages give both shapes in the file's layout, so that a
-    transposed or resized weight does not read as two equal shapes."""
-    shape = list(tf1_shape)
+def _in_other_layout(tf1_name: str, shape) -> list[int]:
+    """`shape` of the weight `tf1_name` in the other layout: a dense kernel is [in, out] in the
+    original and [out, in] in an HF file, either way round; other shapes are alike in both.
+    Mismatch messages give both shapes in the file's layout, so that a transposed or resized
+    weight does not read as two equal shapes."""
+    shape = list(shape)
     return shape[::-1] if _TRANSPOSED_IN_HF.search(tf1_name) else shape
 
 
@@ -354,11 +359,19 @@ def read_hf_named_weights(
         [f"{names[e.tf1_name]} (original {e.tf1_name})" for e in missing],
         [
             f"{names[e.tf1_name]}: file {list(arrays[names[e.tf1_name]].shape)}, "
-            f"model expects {_hf_layout_shape(e.tf1_name, e.tf1_shape)}"
+            f"model expects {_in_other_layout(e.tf1_name, e.tf1_shape)}"
             for e, _ in mis_shaped
         ],
         unexpected,
         head_sizes=sized_head_mismatches(mis_shaped),
+        checkpoint_sizes=config_from_shapes(
+            {
+                entry.tf1_name: _in_other_layout(entry.tf1_name, arrays[name].shape)
+                for entry in entries
+                if (name := names[entry.tf1_name]) in arrays
+            },
+            layer_count(arrays, _HF_LAYER),
+        ),
     )
     for entry in loaded:
         value = entry.to_model_value(values[entry.tf1_name].astype(np.float32))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import re
 
 import numpy as np
 from absl import logging
@@ -337,6 +338,56 @@ def sized_head_mismatches(mis_shaped: list[tuple[WeightEntry, tuple]]) -> dict[s
     return sizes
 
 
+# The BertConfig sizes that the original-layout shapes tell: (field, TF1 name, axis).
+_SIZES_IN_SHAPES = (
+    ("vocab_size", "bert/embeddings/word_embeddings", 0),
+    ("hidden_size", "bert/embeddings/word_embeddings", 1),
+    ("intermediate_size", "bert/encoder/layer_0/intermediate/dense/kernel", 1),
+    ("max_position_embeddings", "bert/embeddings/position_embeddings", 0),
+    ("type_vocab_size", "bert/embeddings/token_type_embeddings", 0),
+)
+_TF1_LAYER = re.compile(r"^bert/encoder/layer_(\d+)/")
+
+
+def layer_count(names, layer_pattern: re.Pattern = _TF1_LAYER) -> int | None:
+    """1 + the highest layer index among `names` that `layer_pattern` (group 1: the index)
+    matches; None where none does."""
+    indexes = [int(match.group(1)) for name in names if (match := layer_pattern.match(name))]
+    return max(indexes) + 1 if indexes else None
+
+
+def config_from_shapes(shapes: dict[str, tuple], num_layers: int | None) -> dict[str, int]:
+    """The BertConfig sizes that `shapes` ({original TF1 name: shape in the original layout})
+    tell, in the order of bert_config.json's fields, with `num_layers` as num_hidden_layers
+    (left out when None); a size whose variable is not in `shapes` is left out."""
+    sizes = {}
+    for field, name, axis in _SIZES_IN_SHAPES:
+        if name in shapes and len(shapes[name]) > axis:
+            sizes[field] = int(shapes[name][axis])
+        if field == "hidden_size" and num_layers is not None:
+            sizes["num_hidden_layers"] = num_layers
+    return sizes
+
+
+def _config_difference(checkpoint_sizes: dict[str, int], model) -> str | None:
+    """One line naming the config fields whose sizes differ between the checkpoint (sizes as
+    config_from_shapes's) and `model`; None where none does (a head's or one variable's
+    mismatch)."""
+    shapes = {entry.tf1_name: entry.tf1_shape for entry in model_entries(model)}
+    ours = config_from_shapes(shapes, layer_count(shapes))
+    differ = [f for f, size in checkpoint_sizes.items() if f in ours and ours[f] != size]
+    if not differ:
+        return None
+    same = [f"{f} {size}" for f, size in checkpoint_sizes.items() if f not in differ]
+    return (
+        "the checkpoint's shapes say "
+        + ", ".join(f"{f} {checkpoint_sizes[f]}" for f in differ)
+        + (f" ({', '.join(same)})" if same else "")
+        + ", but the model's config says "
+        + ", ".join(f"{f} {ours[f]}" for f in differ)
+    )
+
+
 def raise_if_mismatched(
     source: str,
     model,
@@ -344,9 +395,13 @@ def raise_if_mismatched(
     mis_shaped: list[str],
     unexpected: list[str],
     head_sizes: dict[str, int] | None = None,
+    checkpoint_sizes: dict[str, int] | None = None,
 ) -> None:
     """One CheckpointMismatchError that lists every problem, or nothing when there is none;
-    head_sizes as CheckpointMismatchError's."""
+    head_sizes as CheckpointMismatchError's. checkpoint_sizes: the config sizes the checkpoint's
+    shapes tell (config_from_shapes); those that differ from the model's are said on the first
+    line, since a config that does not match the checkpoint is the usual cause, and a list of
+    every variable's shapes does not say which field is wrong."""
     problems = [
         f"{title}:\n  " + "\n  ".join(lines)
         for title, lines in (
@@ -357,7 +412,11 @@ def raise_if_mismatched(
         if lines
     ]
     if problems:
+        difference = checkpoint_sizes and _config_difference(checkpoint_sizes, model)
         raise CheckpointMismatchError(
-            f"{source} does not fit {type(model).__name__}:\n" + "\n".join(problems),
+            f"{source} does not fit {type(model).__name__}"
+            + (f": {difference}" if difference else "")
+            + ":\n"
+            + "\n".join(problems),
             head_sizes=head_sizes,
         )

@@ -154,6 +154,14 @@ def test_mismatches_are_listed(original_tiny_dir, tmp_path):
     with pytest.raises(CheckpointMismatchError) as error:
         read_original_checkpoint(path, wider)
     message = str(error.value)
+    # First, in config terms, what differs (the list alone never said which field was wrong);
+    # max_position_embeddings 512 is the model's too, so it is not among the differences.
+    assert message.splitlines()[0] == (
+        f"original checkpoint {path} does not fit BertEncoder: the checkpoint's shapes say "
+        "num_hidden_layers 2, intermediate_size 256 (vocab_size 1000, hidden_size 64, "
+        "max_position_embeddings 512, type_vocab_size 2), but the model's config says "
+        "num_hidden_layers 3, intermediate_size 128:"
+    )
     assert "bert/encoder/layer_2/attention/self/query/kernel [64, 64]" in message
     assert (
         "bert/encoder/layer_0/intermediate/dense/kernel: checkpoint [64, 256], "
@@ -166,8 +174,8 @@ def test_mismatches_are_listed(original_tiny_dir, tmp_path):
     encoder.build()
     with pytest.raises(
         CheckpointMismatchError,
-        match=r"not used by the model:\n  bert/encoder/layer_0/attention/self/extra \[3\]",
-    ):
+        match=r"fit BertEncoder:\nnot used by the model:\n  bert/encoder/layer_0/attention/self/extra \[3\]",
+    ):  # no config field differs: no summary
         read_original_checkpoint(_save(tmp_path / "extra.ckpt", arrays), encoder)
 
 

@@ -152,6 +152,20 @@ def test_missing_and_mis_shaped_tensors_are_listed(tmp_path):
     assert "encoder.layer.0.surprise [2]" in message
     with pytest.raises(FileNotFoundError, match="safetensors file not found"):
         read_safetensors_checkpoint(str(tmp_path / "none.safetensors"), encoder)
+    # A config of other sizes than the file's: first, what differs in config terms.
+    other = BertEncoder(**tiny_encoder_kwargs(num_layers=1, intermediate_size=48))
+    other.build()
+    with pytest.raises(CheckpointMismatchError) as error:
+        read_safetensors_checkpoint(str(tmp_path / "a.safetensors"), other)
+    assert (
+        str(error.value)
+        .splitlines()[0]
+        .endswith(
+            "does not fit BertEncoder: the checkpoint's shapes say num_hidden_layers 2, "
+            "intermediate_size 64 (vocab_size 100, hidden_size 32, max_position_embeddings 64, "
+            "type_vocab_size 2), but the model's config says num_hidden_layers 1, intermediate_size 48:"
+        )
+    )
 
 
 def test_damaged_files_are_one_error_naming_the_file_and_its_size(tmp_path):
