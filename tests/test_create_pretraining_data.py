@@ -631,3 +631,24 @@ def test_random_next_sentences_come_from_another_document_when_documents_are_lar
             random_next += 1
             assert a != b, "a random next sentence from A's own document"
     assert random_next > 20
+
+
+def test_another_runs_temporary_output_is_left_alone(vocab_file, tmp_path):
+    """Two runs writing one --output_file: each removed every `.NAME.tmp-*` as a killed run's
+    leftover, the other's open file too, which then failed to rename (a traceback)."""
+    import subprocess
+
+    output = tmp_path / "o.tfrecord"
+    other = subprocess.Popen(["sleep", "60"])  # stands for the other run's process
+    try:
+        theirs = tmp_path / f".o.tfrecord.tmp-{other.pid}"
+        theirs.write_bytes(b"half written")
+        dead = tmp_path / ".o.tfrecord.tmp-999999999"  # no such process: a killed run's
+        dead.write_bytes(b"left over")
+        settings = PretrainingDataSettings(vocab_file=vocab_file, dupe_factor=1)
+        write_pretraining_examples([str(CORPUS)], [str(output)], settings, num_workers=1)
+        assert theirs.exists() and not dead.exists()
+        assert len(_read(output)) > 0
+    finally:
+        other.kill()
+        other.wait()

@@ -195,6 +195,10 @@ class Runner:
                 step_counter=self.optimizer.iterations,
             )
         self._stop_requested = 0  # the number of the signal that asked training to stop
+        # The signal handler and the StopSignalWatcher's thread both note one signal: the first
+        # to take the lock says so. Reentrant: the handler runs in the main thread, maybe while
+        # that thread holds it.
+        self._stop_lock = threading.RLock()
         self._previous_handlers: dict = {}
         # Read by the training loop before each step: a signal sets it (StopSignalWatcher), so
         # a loop of many steps ends at the next one instead of at its last.
@@ -507,12 +511,14 @@ class Runner:
     def _note_stop(self, signum: int) -> None:
         """Asks training to stop after the step under way (from the signal handler, or at
         once from the StopSignalWatcher's thread)."""
-        if not self._stop_requested:
+        with self._stop_lock:
+            first = not self._stop_requested
+            self._stop_requested = self._stop_requested or signum
+        if first:
             logging.warning(
                 "%s: saving a checkpoint and stopping after this step (again to stop at once)",
                 signal.Signals(signum).name,
             )
-            self._stop_requested = signum
         self._stop_flag.assign(True)
 
     def _request_stop(self, signum, frame):

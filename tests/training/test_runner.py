@@ -1,5 +1,6 @@
 """The training runner on one device: gradient accumulation, NaN stop, mixed precision, XLA."""
 
+import logging
 import os
 import signal
 
@@ -217,7 +218,7 @@ def test_a_signal_stops_training_at_a_checkpoint_and_the_run_is_not_finished(tmp
     assert resumed.step == 8
 
 
-def test_a_signal_during_a_long_loop_stops_it_after_the_step_under_way(tmp_path):
+def test_a_signal_during_a_long_loop_stops_it_after_the_step_under_way(tmp_path, caplog):
     """Python runs a signal handler only between bytecodes of the main thread, which waits in
     the loop's tf.function for the whole loop: the StopSignalWatcher stops the loop at the
     next step instead of at its end (a scheduler's SIGKILL would otherwise lose the loop)."""
@@ -238,8 +239,13 @@ def test_a_signal_during_a_long_loop_stops_it_after_the_step_under_way(tmp_path)
     def dataset_fn(input_context):
         return dataset_fn_of(examples, 8)(input_context).enumerate().map(with_signal)
 
-    with pytest.raises(TrainingStopped, match=r"^stopped by SIGTERM at step \d+ of 60"):
+    with (
+        caplog.at_level(logging.WARNING, logger="absl"),
+        pytest.raises(TrainingStopped, match=r"^stopped by SIGTERM at step \d+ of 60"),
+    ):
         runner.train(dataset_fn, 8)
+    # The signal handler and the watcher's thread both see the one signal: said once.
+    assert caplog.text.count("SIGTERM: saving a checkpoint and stopping") == 1, caplog.text
     # tf.data reads batches ahead of the steps, so the fifth batch is read during step 1 or a
     # little later; the loop of 60 steps ends soon after it.
     assert 1 <= runner.step < 20, runner.step

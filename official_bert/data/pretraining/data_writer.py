@@ -36,7 +36,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from official_bert.atomic_output import output_target
+from official_bert.atomic_output import output_target, remove_stale_temporaries
 from official_bert.data import text_corpus
 from official_bert.data.completed_outputs import (
     file_signature,
@@ -672,10 +672,15 @@ def write_pretraining_examples(
         directory = os.path.dirname(target.path)
         if directory:
             tf.io.gfile.makedirs(directory)
-        # Leftovers of a killed earlier run (never under a final name) are removed; a stale
-        # summary goes too, so the outputs count as complete only once this run ends.
-        for leftover in tf.io.gfile.glob(temporary_glob(target.path)):
-            tf.io.gfile.remove(leftover)
+        # Leftovers of a killed earlier run (never under a final name) are removed, not those
+        # of a run still writing the same output (locally, where its process can be asked
+        # after); a stale summary goes too, so the outputs count as complete only once this
+        # run ends.
+        if "://" in target.path:
+            for leftover in tf.io.gfile.glob(temporary_glob(target.path)):
+                tf.io.gfile.remove(leftover)
+        else:
+            remove_stale_temporaries(temporary_glob(target.path))
     if not in_place:
         remove_if_exists(_summary_path(output_files))
     # With helper processes and uncompressed outputs, chunks come back framed as segments
