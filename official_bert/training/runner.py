@@ -165,7 +165,7 @@ class Runner:
         self.loss_scaled = isinstance(self.optimizer, keras.optimizers.LossScaleOptimizer)
         # Keras leaves the dropout layers' random-generator states out of the model's checkpoint
         # dependencies; saved beside it, a resumed run draws the masks the interrupted one would.
-        random_states = [
+        self._random_states = [
             v.value for v in self.model.variables if v.path.endswith("seed_generator_state")
         ]
         # Batches read from each input pipeline; more than the step when a float16 update was
@@ -174,7 +174,7 @@ class Runner:
         self.checkpoint = tf.train.Checkpoint(
             model=self.model,
             optimizer=self.optimizer,
-            random_states=random_states,
+            random_states=self._random_states,
             train_batches_read=self._batches_read,
         )
         # Restores read the chief's checkpoints on every worker.
@@ -254,9 +254,28 @@ class Runner:
                 f"{type(self.model).__name__} needs {', '.join(sorted(missing))} too: another "
                 "task's?",
             )
+        checkpoint = self.checkpoint
+        saved_states = sum(
+            name.startswith("random_states/") for name, _ in tf.train.list_variables(path)
+        )
+        if saved_states != len(self._random_states):
+            # Other dropout settings (a config with dropout 0 makes no dropout layers, so no
+            # random states): the weights and the optimizer are read, the masks start afresh.
+            logging.info(
+                "%s holds %d dropout random states, this model has %d (other dropout "
+                "settings): the dropout masks start afresh",
+                path,
+                saved_states,
+                len(self._random_states),
+            )
+            checkpoint = tf.train.Checkpoint(
+                model=self.model,
+                optimizer=self.optimizer,
+                train_batches_read=self._batches_read,
+            )
         try:
             with damaged_checkpoint_named(path):
-                self.checkpoint.read(path).assert_existing_objects_matched().expect_partial()
+                checkpoint.read(path).assert_existing_objects_matched().expect_partial()
         except DamagedCheckpointError:
             raise
         # AssertionError: a variable the checkpoint lacks; ValueError: one of another shape

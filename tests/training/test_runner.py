@@ -49,6 +49,7 @@ def make_runner(
     use_next_sentence_label=True,
     intermediate_size=32,
     model_with_heads=None,
+    dropout_rate=0.0,
     **settings,
 ):
     """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
@@ -64,8 +65,8 @@ def make_runner(
             num_layers=2,
             num_attention_heads=2,
             intermediate_size=intermediate_size,
-            hidden_dropout_rate=0.0,
-            attention_dropout_rate=0.0,
+            hidden_dropout_rate=dropout_rate,
+            attention_dropout_rate=dropout_rate,
             max_position_embeddings=SEQ,
             type_vocab_size=2,
             dtype=dtype,
@@ -89,6 +90,24 @@ def make_runner(
         num_train_steps=num_train_steps,
         loss_denominators_fn=pretraining_loss_denominators if denominators else None,
     )
+
+
+def test_a_checkpoint_of_other_dropout_settings_is_read_with_fresh_masks(tmp_path):
+    """A config with dropout 0 makes no dropout random states: its run's checkpoint, read by a
+    model whose config has dropout (the README's predict command with the released
+    bert_config.json), was refused as "another model"; the weights are what matter."""
+    runner = make_runner(tmp_path / "no_dropout")
+    runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+    trained = [v.numpy() for v in runner.model.trainable_variables]
+    with_dropout = make_runner(tmp_path / "no_dropout", dropout_rate=0.1)
+    assert with_dropout.restore_or_initialize() and with_dropout.step == 3
+    for read, written in zip(with_dropout.model.trainable_variables, trained, strict=True):
+        np.testing.assert_array_equal(read.numpy(), written)
+    # And the other way: a run with dropout, read by a model without.
+    runner = make_runner(tmp_path / "dropout", dropout_rate=0.1)
+    runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+    without = make_runner(tmp_path / "dropout")
+    assert without.restore_or_initialize() and without.step == 3
 
 
 def checkpoint_steps(output_dir) -> list[int]:
