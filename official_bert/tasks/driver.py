@@ -84,9 +84,10 @@ def check_local_output_dir(output_dir: str) -> None:
         raise NotADirectoryError(f"--output_dir={output_dir} is a file; expected a folder")
     if os.path.isdir(output_dir) and not os.access(output_dir, os.W_OK | os.X_OK):
         raise PermissionError(f"--output_dir={output_dir}: this user may not write there")
-    # A folder still to make: in the nearest one that exists (a read-only file system, a
-    # folder of another user's, /proc), makedirs would fail with a traceback.
-    check_folder_can_be_made(output_dir, f"--output_dir={output_dir}")
+    # A folder still to make (or the folder a symbolic link names): in the nearest one that
+    # exists (a read-only file system, a folder of another user's, /proc), makedirs would fail
+    # with a traceback.
+    check_folder_can_be_made(os.path.realpath(output_dir), f"--output_dir={output_dir}")
 
 
 def read_original_fine_tuned(model: keras.Model, path: str) -> None:

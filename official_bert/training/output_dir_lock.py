@@ -32,7 +32,9 @@ def hold_output_dir(output_dir: str) -> Iterator[None]:
     if "://" in output_dir:
         yield
         return
-    os.makedirs(output_dir, exist_ok=True)
+    # realpath: a symbolic link to a folder not made yet makes that folder (makedirs of the
+    # link itself raises FileExistsError).
+    os.makedirs(os.path.realpath(output_dir), exist_ok=True)
     with open(os.path.join(output_dir, LOCK_NAME), "a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

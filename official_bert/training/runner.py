@@ -8,8 +8,10 @@ steps_per_execution > 1 (keras-team/keras#19246) and under MultiWorkerMirroredSt
 from __future__ import annotations
 
 import contextlib
+import glob
 import numbers
 import os
+import shutil
 import signal
 import threading
 import time
@@ -284,6 +286,18 @@ class Runner:
         except (AssertionError, ValueError) as error:
             raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
 
+    def _remove_cut_short_saves(self) -> None:
+        output_dir = self.settings.output_dir
+        # The chief alone writes output_dir's checkpoints, and none is being saved at the start;
+        # on scheme:// paths a folder is a prefix, left alone.
+        if not self.is_chief or "://" in output_dir:
+            return
+        staged = glob.glob(os.path.join(glob.escape(output_dir), "ckpt-*_temp"))
+        for folder in staged:
+            shutil.rmtree(folder, ignore_errors=True)
+        if staged:
+            logging.info("Removed what a save cut short by a kill left: %s", ", ".join(staged))
+
     def _located(self, path: str) -> str | None:
         """`path`, a checkpoint the state file of output_dir names, where its files are: there,
         or in output_dir under the same name when the state file names another folder (an
@@ -347,7 +361,12 @@ class Runner:
         warning naming it and the one resumed from; when every checkpoint has them,
         FloatingPointError. train() then skips the training batches that the restored run had
         read.
+
+        The staging folders (`ckpt-N_temp`) of a save that a kill cut short are removed first:
+        tf.train.CheckpointManager never reads or removes them, and each may hold a whole
+        checkpoint with its optimizer slots.
         """
+        self._remove_cut_short_saves()
         candidates = list(reversed(self.manager.checkpoints))
         latest = self.manager.latest_checkpoint
         if latest and latest not in candidates:

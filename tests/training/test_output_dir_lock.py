@@ -52,3 +52,10 @@ def test_a_second_run_is_refused_until_the_first_ends_even_killed(tmp_path):
 def test_remote_output_dirs_are_not_locked():
     with hold_output_dir("gs://bucket/run"):
         pass
+
+
+def test_an_output_dir_that_links_to_a_folder_not_made_yet_makes_that_folder(tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "scratch" / "run1")
+    with hold_output_dir(str(link)):
+        assert (tmp_path / "scratch" / "run1" / LOCK_NAME).exists()

@@ -110,6 +110,18 @@ def test_a_checkpoint_of_other_dropout_settings_is_read_with_fresh_masks(tmp_pat
     assert without.restore_or_initialize() and without.step == 3
 
 
+def test_a_save_cut_short_by_a_kill_leaves_nothing_after_the_rerun(tmp_path):
+    runner = make_runner(tmp_path)
+    runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+    # What tf.train.CheckpointManager stages a save in, as a SIGKILL mid-save leaves it.
+    staged = tmp_path / "ckpt-4_temp"
+    staged.mkdir()
+    (staged / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 1000)
+    again = make_runner(tmp_path, num_train_steps=4)
+    assert again.restore_or_initialize() and again.step == 3
+    assert not staged.exists()
+
+
 def checkpoint_steps(output_dir) -> list[int]:
     """The steps of the ckpt-N checkpoints in output_dir, in order."""
     return sorted(int(p.name.split("-")[1].split(".")[0]) for p in output_dir.glob("ckpt-*.index"))
