@@ -26,9 +26,11 @@ on that logger (TensorFlowInfoFilter). The variable is removed again afterwards,
 script started by this one (the demo's stages) decides for itself, as here. The scripts' own
 progress lines (absl logging, with rate and ETA) are Python's and stay.
 
-Asked for, the lines stay: when TF_CPP_MIN_LOG_LEVEL is set in the environment (the user chose
-TensorFlow's logging) or when the command line asks absl for --verbosity=1 or more (`-v 1`,
-`--v=1`, ...). absl parses flags only after the imports, so the arguments are read here.
+Asked for, the lines stay: when TF_CPP_MIN_LOG_LEVEL=0 is set in the environment (the user asked
+for all of TensorFlow's lines) or when the command line asks absl for --verbosity=1 or more (`-v
+1`, `--v=1`, ...). absl parses flags only after the imports, so the arguments are read here. A
+level of 1-3 asks for fewer lines, which the quiet start gives (TensorFlow 2.21 prints its
+start-up lines whatever the level); the user's level is kept for the process and its children.
 
 The objects the import made (TensorFlow's modules, about 300k) are then frozen (gc.freeze), as
 they live as long as the process: Python's full collections, the one at the interpreter's exit
@@ -60,9 +62,10 @@ _VERBOSITY_FLAG = re.compile(r"^--?(?:verbosity|v)(?:=(.*))?$")
 
 
 def asked_for_start_up_lines(argv: list[str], environ: dict[str, str]) -> bool:
-    """True when TF_CPP_MIN_LOG_LEVEL is set or argv (the script's flags) asks for
-    --verbosity (short -v) of 1 or more; an unreadable value is left to absl to reject."""
-    if "TF_CPP_MIN_LOG_LEVEL" in environ:
+    """True when TF_CPP_MIN_LOG_LEVEL is 0 (every line of TensorFlow's) or argv (the script's
+    flags) asks for --verbosity (short -v) of 1 or more; an unreadable value is left to absl
+    to reject. A level of 1-3 asks for fewer lines: the quiet start honours it."""
+    if environ.get("TF_CPP_MIN_LOG_LEVEL", "").strip() == "0":
         return True
     for index, argument in enumerate(argv):
         if argument == "--":
@@ -97,8 +100,10 @@ QUIET_LOG_LEVEL = "2"
 def import_tensorflow_quietly() -> None:
     """Imports tensorflow and lists its devices with fd 2 captured and TF_CPP_MIN_LOG_LEVEL at
     QUIET_LOG_LEVEL, then writes back to stderr what was captured, less the start-up lines (all
-    of it when the import raised). TF_CPP_MIN_LOG_LEVEL is unset again on return."""
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = QUIET_LOG_LEVEL
+    of it when the import raised). TF_CPP_MIN_LOG_LEVEL is set back to the user's (or unset) on
+    return."""
+    users_level = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3" if users_level == "3" else QUIET_LOG_LEVEL
     sys.stderr.flush()
     saved_stderr = os.dup(2)
     with tempfile.TemporaryFile() as captured:
@@ -110,13 +115,18 @@ def import_tensorflow_quietly() -> None:
             tf.config.list_physical_devices()  # initializes the platforms: the cuInit line
             failed = False
         finally:
-            del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+            if users_level is None:
+                del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+            else:  # the user's, for the script's children
+                os.environ["TF_CPP_MIN_LOG_LEVEL"] = users_level
             sys.stderr.flush()
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)
             captured.seek(0)
             text = captured.read().decode("utf-8", errors="replace")
-            kept = text if failed else without_start_up_lines(text)
+            # A Ctrl-C during the import is said in one line by the caller.
+            interrupted = isinstance(sys.exc_info()[1], KeyboardInterrupt)
+            kept = "" if interrupted else text if failed else without_start_up_lines(text)
             if kept:
                 sys.stderr.write(kept)
                 sys.stderr.flush()
@@ -161,11 +171,17 @@ def start_tensorflow_quietly(arguments: list[str]) -> None:
     """Imports TensorFlow without its start-up lines (unless `arguments`, the command's flags,
     or the environment ask for them; see the module docstring), then freezes what the import
     made out of Python's collections."""
-    if not asked_for_start_up_lines(arguments, os.environ):
-        import_tensorflow_quietly()
-        quiet_tensorflow_info_records()
-    else:
-        import tensorflow  # noqa: F401  (its start-up lines show, as asked)
+    try:
+        if not asked_for_start_up_lines(arguments, os.environ):
+            import_tensorflow_quietly()
+            quiet_tensorflow_info_records()
+        else:
+            import tensorflow  # noqa: F401  (its start-up lines show, as asked)
+    except KeyboardInterrupt:
+        # Ctrl-C in the seconds TensorFlow's import takes: one line, not the import's traceback
+        # through TensorFlow, Keras and IPython; nothing was written yet.
+        sys.stderr.write(f"{os.path.basename(sys.argv[0])}: interrupted while starting\n")
+        sys.exit(130)
     # TensorFlow's modules, made by the import above, live as long as the process: out of
     # Python's collections (gc.freeze), every full collection and the last one, at the
     # interpreter's exit, skip them instead of walking all of them again. What the command

@@ -84,6 +84,10 @@ def test_the_level_is_left_unset_for_the_scripts_children(tmp_path):
     assert _start_up_lines(result.stderr) == set(), result.stderr
     # TensorFlow 2.21 logs "TFRecordDataset `buffer_size` is unspecified" at INFO level.
     assert "TFRecordDataset" not in result.stderr, result.stderr
+    # A user's level of 1-3 asks for fewer lines: quiet too, and kept for the children.
+    result = _run("-c", code, str(tmp_path / "two.tfrecord"), TF_CPP_MIN_LOG_LEVEL="3")
+    assert result.stdout.strip() == "3"
+    assert _start_up_lines(result.stderr) == set(), result.stderr
 
 
 _CHECKPOINT_AND_LOG = (
@@ -152,7 +156,9 @@ def test_asked_for_the_lines_are_those_of_tensorflow_itself():
         (["--v=3"], {}, True),
         (["-v=abc"], {}, False),  # absl rejects it later, with its own message
         (["--", "--verbosity=1"], {}, False),  # after --: not a flag
-        ([], {"TF_CPP_MIN_LOG_LEVEL": "3"}, True),
+        # A level of 1-3 asks TensorFlow for fewer lines: the quiet start gives that.
+        ([], {"TF_CPP_MIN_LOG_LEVEL": "3"}, False),
+        ([], {"TF_CPP_MIN_LOG_LEVEL": "2"}, False),
         ([], {"TF_CPP_MIN_LOG_LEVEL": "0"}, True),
     ],
 )
@@ -193,3 +199,20 @@ def test_tensorflows_objects_are_frozen_and_the_scripts_own_are_collected(enviro
     # TensorFlow 2.21's import makes about 300k objects.
     assert int(frozen) > 100_000, frozen
     assert (collected, imported) == ("True", "True")
+
+
+def test_ctrl_c_while_tensorflow_loads_is_one_line(tmp_path):
+    # A stand-in tensorflow whose import is interrupted, as a Ctrl-C in the seconds the real
+    # import takes: exit status 130 and one line, not the import's traceback.
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "tensorflow.py").write_text("raise KeyboardInterrupt\n")
+    script = tmp_path / "my_script.py"
+    script.write_text("import _quiet_start  # noqa: F401\nprint('not reached')\n")
+    result = _run(
+        str(script),
+        returncode=130,
+        PYTHONPATH=os.pathsep.join([str(fake), str(REPO_ROOT)]),
+    )
+    assert result.stderr == "my_script.py: interrupted while starting\n"
+    assert result.stdout == ""
