@@ -17,8 +17,10 @@ bug and keeps its traceback, and --verbosity=1 (-v 1) shows the traceback of eve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -47,6 +49,31 @@ def run_command(command: ModuleType) -> None:
     run_main(command.main)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler's or `kill`'s) raised in the main thread as Ctrl-C's
+    KeyboardInterrupt is: the writers' cleanup runs (no temporary file is left behind, as
+    Python's default for SIGTERM, an exit with no cleanup at all, would leave it)."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    """SIGTERM raises Terminated while the block runs (in the main thread; training installs its
+    own handler, which stops at a checkpoint, and puts this one back)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: signals are not delivered here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_main(main: Callable[[list[str]], object]) -> None:
     """app.run(main), an input error printed as "<program>: error: <message>" (exit status 1),
     the program being what sys.argv[0] names (`run_classifier.py`, `official-bert run_squad`)."""
@@ -55,16 +82,20 @@ def run_main(main: Callable[[list[str]], object]) -> None:
     def main_reporting_input_errors(argv: list[str]):
         program = os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else script_file)
         try:
-            return main(argv)
-        except KeyboardInterrupt:
-            # Ctrl-C outside training (which stops with a checkpoint: TrainingStopped), e.g.
-            # while evaluating or exporting: every output is written under a temporary name,
-            # so nothing half-written is left; no traceback. 130: as the signal's exit.
+            with _sigterm_raises():
+                return main(argv)
+        except KeyboardInterrupt as interrupt:
+            # Ctrl-C or SIGTERM outside training (which stops with a checkpoint:
+            # TrainingStopped), e.g. while evaluating, exporting or writing records: every
+            # output is written under a temporary name, removed on the way out, so nothing
+            # half-written is left; no traceback. 130 / 143: as the signal's exit.
             if logging.level_debug():
                 raise
-            sys.stderr.write(f"{program}: interrupted; nothing half-written was kept\n")
+            terminated = isinstance(interrupt, Terminated)
+            what = "terminated (SIGTERM)" if terminated else "interrupted"
+            sys.stderr.write(f"{program}: {what}; nothing half-written was kept\n")
             sys.stderr.flush()
-            sys.exit(130)
+            sys.exit(128 + signal.SIGTERM if terminated else 130)
         except Exception as error:
             message = input_check_message(error) or remote_path_message(error)
             if logging.level_debug() or (

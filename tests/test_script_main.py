@@ -161,3 +161,21 @@ def test_an_output_dir_that_cannot_be_made_is_named(tmp_path, monkeypatch):
     a_file.write_text("")
     with pytest.raises(NotADirectoryError, match=f"cannot be made: {a_file} is a file"):
         check_local_output_dir(str(a_file / "out"))
+
+
+def test_sigterm_outside_training_removes_what_was_half_written(tmp_path):
+    # Python's default for SIGTERM ends the process with no cleanup: a writer's temporary file
+    # (here atomic_output's) stayed beside the output, and nothing was said.
+    result = _run_main_raising(
+        "with atomic_output('out.txt') as temporary:\n"
+        "        open(temporary, 'w').write('half')\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        time.sleep(5)",
+        tmp_path,
+        "import os, signal, time\nfrom official_bert.atomic_output import atomic_output\n",
+    )
+    assert result.returncode == 128 + 15
+    assert result.stderr.strip().splitlines() == [
+        "-c: terminated (SIGTERM); nothing half-written was kept"
+    ]
+    assert list(tmp_path.iterdir()) == []
