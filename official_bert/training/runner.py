@@ -286,6 +286,17 @@ class Runner:
         except (AssertionError, ValueError) as error:
             raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
 
+    def _applied_learning_rate(self) -> float:
+        """The learning rate of the last update. Keras's optimizer.learning_rate evaluates a
+        schedule at the update counter, which the update already moved on: the next step's
+        rate (at the end of warm-up or decay, another number than the one applied)."""
+        optimizer = getattr(self.optimizer, "inner_optimizer", self.optimizer)
+        # Keras keeps the schedule itself only as this attribute (the property evaluates it).
+        schedule = getattr(optimizer, "_learning_rate", None)
+        if isinstance(schedule, keras.optimizers.schedules.LearningRateSchedule):
+            return float(schedule(optimizer.iterations - 1))
+        return float(optimizer.learning_rate)
+
     def _remove_cut_short_saves(self) -> None:
         output_dir = self.settings.output_dir
         # The chief alone writes output_dir's checkpoints, and none is being saved at the start;
@@ -654,7 +665,7 @@ class Runner:
                     )
                 history.append((self.step, loss))
                 now = time.time()
-                learning_rate = float(self.optimizer.learning_rate)
+                learning_rate = self._applied_learning_rate()
                 with writer.as_default(step=self.step):
                     tf.summary.scalar("loss", loss)
                     tf.summary.scalar("learning_rate", learning_rate)

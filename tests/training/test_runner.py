@@ -2,6 +2,7 @@
 
 import logging
 import os
+import re
 import signal
 
 import keras
@@ -120,6 +121,21 @@ def test_a_save_cut_short_by_a_kill_leaves_nothing_after_the_rerun(tmp_path):
     again = make_runner(tmp_path, num_train_steps=4)
     assert again.restore_or_initialize() and again.step == 3
     assert not staged.exists()
+
+
+def test_the_learning_rate_logged_is_the_one_the_step_applied(tmp_path, caplog):
+    # Warm-up over 4 steps from 0: the first update applies 0, the second 0.0025 (Keras's
+    # optimizer.learning_rate gives the next step's: 0.0025 and 0.005).
+    runner = make_runner(
+        tmp_path,
+        num_train_steps=2,
+        log_steps=1,
+        optimizer_fn=lambda: create_optimizer(0.01, 8, 4, clip_norm=1.0),
+    )
+    with caplog.at_level(logging.INFO, logger="absl"):
+        runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    rates = re.findall(r"step \d+/2: loss [\d.]+, lr ([\d.e-]+)", caplog.text)
+    assert [float(rate) for rate in rates] == [0.0, 0.0025], caplog.text
 
 
 def checkpoint_steps(output_dir) -> list[int]:
