@@ -74,6 +74,15 @@ def _sigterm_raises():
         signal.signal(signal.SIGTERM, previous)
 
 
+def _is_broken_pipe(error: BaseException) -> bool:
+    """A write to a pipe whose reader has gone: Python's BrokenPipeError, or TensorFlow's file
+    writer's FailedPreconditionError ("/dev/stdout; Broken pipe")."""
+    return isinstance(error, BrokenPipeError) or (
+        isinstance(error, tf.errors.FailedPreconditionError)
+        and str(error).rstrip().endswith("Broken pipe")
+    )
+
+
 def run_main(main: Callable[[list[str]], object]) -> None:
     """app.run(main), an input error printed as "<program>: error: <message>" (exit status 1),
     the program being what sys.argv[0] names (`run_classifier.py`, `official-bert run_squad`)."""
@@ -97,6 +106,12 @@ def run_main(main: Callable[[list[str]], object]) -> None:
             sys.stderr.flush()
             sys.exit(128 + signal.SIGTERM if terminated else 130)
         except Exception as error:
+            if _is_broken_pipe(error) and not logging.level_debug():
+                # The reader of an output pipe went away (`--output_file=/dev/stdout | head`):
+                # as a shell tool does, stop quietly with SIGPIPE's status; stdout goes to
+                # /dev/null first, so that the interpreter's last flush fails no more.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                sys.exit(128 + signal.SIGPIPE)
             message = input_check_message(error) or remote_path_message(error)
             if logging.level_debug() or (
                 message is None and not is_input_error(error, script_file)

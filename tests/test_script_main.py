@@ -179,3 +179,15 @@ def test_sigterm_outside_training_removes_what_was_half_written(tmp_path):
         "-c: terminated (SIGTERM); nothing half-written was kept"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_pipe_closed_by_its_reader_ends_quietly(tmp_path):
+    # `extract_features.py --output_file=/dev/stdout | head`: TensorFlow's writer raises
+    # FailedPreconditionError "...; Broken pipe" once head has gone.
+    result = _run_main_raising(
+        "raise tf.errors.FailedPreconditionError(None, None, '/dev/stdout; Broken pipe')",
+        tmp_path,
+        "import tensorflow as tf\n",
+    )
+    assert result.returncode == 128 + 13
+    assert "Traceback" not in result.stderr and "error" not in result.stderr
