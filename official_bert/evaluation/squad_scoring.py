@@ -73,15 +73,21 @@ def gold_answers(data: list[dict], version_2: bool) -> dict[str, list[str]]:
     return dict(question_answers(data, version_2))
 
 
+def _question_scores(prediction: str | None, answers: list[str], version_2: bool):
+    """(exact match, F1) of one question: the best over its gold answers; 0 without a
+    prediction."""
+    if prediction is None:
+        return 0.0, 0.0
+    return (
+        max(exact_match(prediction, gold) for gold in answers),
+        max(f1(prediction, gold, version_2) for gold in answers),
+    )
+
+
 def _raw_scores(golds, predictions, version_2):
     exact, f1_scores = {}, {}
     for qid, answers in golds.items():
-        prediction = predictions.get(qid)
-        if prediction is None:
-            exact[qid] = f1_scores[qid] = 0.0
-            continue
-        exact[qid] = max(exact_match(prediction, gold) for gold in answers)
-        f1_scores[qid] = max(f1(prediction, gold, version_2) for gold in answers)
+        exact[qid], f1_scores[qid] = _question_scores(predictions.get(qid), answers, version_2)
     return exact, f1_scores
 
 
@@ -141,19 +147,14 @@ def squad_v1_scores(data: list[dict], predictions: dict[str, str]) -> dict:
     As evaluate-v1.1.py, every question of the file counts, a repeated id as often as it occurs
     (each scored against its own answers with the id's one prediction).
     """
-    exact, f1_scores = [], []
-    missing = 0
-    for qid, answers in question_answers(data, version_2=False):
-        question_exact, question_f1 = _raw_scores({qid: answers}, predictions, version_2=False)
-        exact.append(question_exact[qid])
-        f1_scores.append(question_f1[qid])
-        missing += qid not in predictions
-    total = len(exact)
+    questions = question_answers(data, version_2=False)
+    scores = [_question_scores(predictions.get(qid), answers, False) for qid, answers in questions]
+    total = len(scores)
     return {
-        "exact_match": 100.0 * sum(exact) / total if total else 0.0,
-        "f1": 100.0 * sum(f1_scores) / total if total else 0.0,
+        "exact_match": 100.0 * sum(exact for exact, _ in scores) / total if total else 0.0,
+        "f1": 100.0 * sum(f1_score for _, f1_score in scores) / total if total else 0.0,
         "total": total,
-        "missing": missing,
+        "missing": sum(qid not in predictions for qid, _ in questions),
     }
 
 
