@@ -32,7 +32,6 @@ within about 1% and the shares within their spread across seeds (bench/RESULTS.m
 from __future__ import annotations
 
 import collections
-import dataclasses
 import json
 import math
 import os
@@ -299,9 +298,8 @@ def write_pretraining_examples_with_beam(
     total_bytes = sum(tf.io.gfile.stat(path).length for path in input_files)
     num_pools = max(1, math.ceil(total_bytes / settings.chunk_bytes))
     paths = shard_paths(output_prefix, num_shards)
-    settings_dict = dataclasses.asdict(settings)
+    settings_dict = settings.as_recorded()
     settings_dict.update(
-        do_whole_word_mask=settings.masks_whole_words,  # a word segmenter masks whole words
         vocab_file=os.path.basename(settings.vocab_file),
         gzip_compress=gzip_compress,
         word_ref_files=list(settings.word_ref_files),

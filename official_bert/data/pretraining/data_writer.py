@@ -128,6 +128,11 @@ class PretrainingDataSettings:
     def masks_whole_words(self) -> bool:
         return self.do_whole_word_mask or self.word_segmenter != "none"
 
+    def as_recorded(self) -> dict:
+        """The settings as an output's summary records them: what the records were made with
+        (a word segmenter masks whole words, the flag or not)."""
+        return {**dataclasses.asdict(self), "do_whole_word_mask": self.masks_whole_words}
+
     def validate(self) -> None:
         if self.word_segmenter not in WORD_SEGMENTERS:
             raise ValueError(
@@ -618,9 +623,7 @@ def write_pretraining_examples(
     """
     settings.validate()
     check_vocab_for_pretraining(settings.vocab_file)
-    settings_dict = dataclasses.asdict(settings)
-    # What the records were made with: a word segmenter masks whole words, the flag or not.
-    settings_dict["do_whole_word_mask"] = settings.masks_whole_words
+    settings_dict = settings.as_recorded()
     if not settings.preserve_unused_tokens:  # recorded only when on: earlier summaries stay valid
         del settings_dict["preserve_unused_tokens"]
     settings_dict.update(
