@@ -52,6 +52,17 @@ def tpu_vm_device_files() -> list[str]:
     return glob.glob("/dev/accel[0-9]*") + glob.glob("/dev/vfio/[0-9]*")
 
 
+def _check_tpu_vm(tpu: str) -> None:
+    """Raises ConnectionError where `tpu` is "local" on a machine without TPU devices: there,
+    TensorFlow's TPU initialization fails with its kernel dump (no OpKernel for
+    ConfigureDistributedTPU, the registered devices, the graph's ops)."""
+    if tpu == "local" and not tpu_vm_device_files():
+        raise ConnectionError(
+            "cannot use TPU 'local': this machine has no TPU devices (/dev/accel*, "
+            "/dev/vfio/*); --tpu=local is for a TPU VM, else name the TPU or its grpc:// address"
+        )
+
+
 def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
     """The strategy name (and TPU) for the accelerators this machine can use.
 
@@ -66,10 +77,7 @@ def detect_distribution(tpu: str | None = None) -> tuple[str, str | None]:
         a run that trained on the CPU instead, hours later, would be worse than this error.
     """
     if tpu:
-        if tpu == "local" and not tpu_vm_device_files():
-            raise ConnectionError(
-                "cannot use TPU 'local': this machine has no TPU devices (/dev/accel*, /dev/vfio/*)"
-            )
+        _check_tpu_vm(tpu)
         try:
             tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
         except (ValueError, OSError, tf.errors.OpError) as error:
@@ -129,13 +137,7 @@ def create_strategy(
         check_paths_for_tpu(tpu, paths or {})
         if tpu.startswith("grpc://"):
             _check_reachable(tpu)
-        # Without TPU devices, initializing "local" fails with TensorFlow's kernel dump (no
-        # OpKernel for ConfigureDistributedTPU, the registered devices, the graph's ops).
-        if tpu == "local" and not tpu_vm_device_files():
-            raise ConnectionError(
-                "cannot use TPU 'local': this machine has no TPU devices (/dev/accel*, "
-                "/dev/vfio/*); --tpu=local is for a TPU VM, else name the TPU or its grpc:// address"
-            )
+        _check_tpu_vm(tpu)
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
                 tpu=tpu, zone=zone, project=project, **({"job_name": job_name} if job_name else {})
