@@ -17,6 +17,7 @@ import pytest
 import official_bert.commands
 from official_bert_cli import COMMANDS, START_UP_LINES, main
 from tests.conftest import ORIGINAL_TINY, REPO_ROOT
+from tests.warm_interpreter import run_script
 
 COMMAND_MODULES = sorted(
     path.stem
@@ -57,9 +58,8 @@ def test_importing_a_command_defines_no_flag():
         "command.define_flags()\n"  # the last one: its flags are then there
         "print(ours())"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=_environment()
-    )
+    # A forked warm interpreter: it has imported the library, but no command module.
+    result = run_script(["-c", code], env=_environment())
     assert result.returncode == 0, result.stderr[-2000:]
     before, after = result.stdout.strip().splitlines()
     assert before == "[]" and after != "[]", result.stdout
@@ -83,6 +83,7 @@ def test_the_package_declares_the_program():
 
 
 def _run_program(*arguments, cwd, env=None):
+    """`python -m official_bert_cli ARGUMENTS` in a new interpreter: its start-up as a user's."""
     return subprocess.run(
         [sys.executable, "-m", "official_bert_cli", *arguments],
         capture_output=True,
@@ -90,6 +91,12 @@ def _run_program(*arguments, cwd, env=None):
         cwd=cwd,
         env=env or _environment(),
     )
+
+
+def _run_program_forked(*arguments, cwd):
+    """The same in a forked warm interpreter (tests/warm_interpreter.py), for what does not
+    depend on the interpreter's start (the start-up lines: _run_program)."""
+    return run_script(["-m", "official_bert_cli", *arguments], cwd=cwd, env=_environment())
 
 
 def test_a_command_runs_quietly_and_reports_input_errors_as_the_scripts_do(tmp_path):
@@ -104,7 +111,7 @@ def test_a_command_runs_quietly_and_reports_input_errors_as_the_scripts_do(tmp_p
     assert (tmp_path / "out" / "model.safetensors").stat().st_size > 0
     assert not [line for line in START_UP_LINES if line in result.stderr], result.stderr
 
-    result = _run_program(
+    result = _run_program_forked(
         "run_pretraining", "--input_file=absent.tfrecord", "--output_dir=out", cwd=tmp_path
     )
     assert result.returncode == 1
@@ -112,7 +119,7 @@ def test_a_command_runs_quietly_and_reports_input_errors_as_the_scripts_do(tmp_p
         result.stderr.strip().splitlines()[-1].startswith("official-bert run_pretraining: error:")
     )
 
-    help_text = _run_program("run_squad", "--helpshort", cwd=tmp_path).stdout
+    help_text = _run_program_forked("run_squad", "--helpshort", cwd=tmp_path).stdout
     assert help_text.startswith("Fine-tunes BERT on SQuAD"), help_text[:200]  # the command's usage
     assert "--[no]version_2_with_negative: SQuAD v2.0" in help_text
 
@@ -182,6 +189,6 @@ def test_the_wheel_runs_the_program_without_the_checkout(tmp_path):
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_every_command_parses_its_flags(name, tmp_path):
-    result = _run_program(name, "--helpshort", cwd=tmp_path)
+    result = _run_program_forked(name, "--helpshort", cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-2000:]  # absl exits with 1 after --helpshort
     assert "--" in result.stdout and not result.stderr.strip(), result.stderr[-2000:]
