@@ -157,9 +157,9 @@ def _producers_first(commands: list[str]) -> list[str]:
     return ordered
 
 
-def _write_tiny_bert(directory, tokens=None):
+def _write_tiny_bert(directory, tokens=None, num_layers=4):
     """A tiny BERT in the original layout; `tokens` is its vocabulary (default: WORDS, letters
-    and digits)."""
+    and digits). Four layers by default: extract_features' command reads --layers=-1,-2,-3,-4."""
     import keras
 
     from official_bert.checkpoints import save_bert_weights
@@ -175,7 +175,7 @@ def _write_tiny_bert(directory, tokens=None):
     config = BertConfig(
         vocab_size=len(tokens),
         hidden_size=32,
-        num_hidden_layers=4,  # extract_features' command reads --layers=-1,-2,-3,-4
+        num_hidden_layers=num_layers,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=512,
@@ -324,7 +324,8 @@ def readme_env(tmp_path_factory):
     _write_squad(root / "squad")
     _write_sick(root / "sick")
     chinese_vocab = (REPO_ROOT / "samples" / "zh" / "vocab.txt").read_text(encoding="utf-8")
-    _write_tiny_bert(root / "chinese_L-12_H-768_A-12", chinese_vocab.split("\n")[:-1])
+    # Two layers: no command reads the Chinese model's layers by index.
+    _write_tiny_bert(root / "chinese_L-12_H-768_A-12", chinese_vocab.split("\n")[:-1], num_layers=2)
     _write_xnli(root / "xnli")
     tmp = root / "tmp"
     tmp.mkdir()
