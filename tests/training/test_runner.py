@@ -3,6 +3,7 @@
 import logging
 import os
 import re
+import shutil
 import signal
 
 import keras
@@ -53,7 +54,7 @@ def make_runner(
     dropout_rate=0.0,
     **settings,
 ):
-    """A Runner of a tiny BertPretrainer (H16, 2 layers, no dropout, seed 1) and the original
+    """A Runner of a tiny BertPretrainer (H16, 1 layer, no dropout, seed 1) and the original
     optimizer (lr 0.01, no warm-up, clip 1.0); settings override TrainingOptions (3 steps, a loop
     and a checkpoint per step: loops longer than one step need save_checkpoints_steps too). use_next_sentence_label=False: MLM only (the pooler unused). model_with_heads(encoder): another
     model than the pretrainer."""
@@ -63,7 +64,7 @@ def make_runner(
         encoder = BertEncoder(
             vocab_size=VOCAB,
             hidden_size=16,
-            num_layers=2,
+            num_layers=1,
             num_attention_heads=2,
             intermediate_size=intermediate_size,
             hidden_dropout_rate=dropout_rate,
@@ -93,14 +94,27 @@ def make_runner(
     )
 
 
-def test_a_checkpoint_of_other_dropout_settings_is_read_with_fresh_masks(tmp_path):
+@pytest.fixture(scope="module")
+def default_run(tmp_path_factory):
+    """make_runner's default run (3 steps of 8 of synthetic_pretraining_examples(24), a
+    checkpoint per step), shared by the tests that train exactly it: (output_dir, trained
+    weights). A test that writes to the output_dir takes a copy (copy_of)."""
+    output_dir = tmp_path_factory.mktemp("default_run")
+    runner = make_runner(output_dir)
+    return output_dir, trained_weights(runner, synthetic_pretraining_examples(24), 8)
+
+
+def copy_of(output_dir, tmp_path):
+    """A copy of a shared run's output_dir in this test's tmp_path."""
+    return shutil.copytree(output_dir, tmp_path / output_dir.name)
+
+
+def test_a_checkpoint_of_other_dropout_settings_is_read_with_fresh_masks(tmp_path, default_run):
     """A config with dropout 0 makes no dropout random states: its run's checkpoint, read by a
     model whose config has dropout (the README's predict command with the released
     bert_config.json), was refused as "another model"; the weights are what matter."""
-    runner = make_runner(tmp_path / "no_dropout")
-    runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
-    trained = [v.numpy() for v in runner.model.trainable_variables]
-    with_dropout = make_runner(tmp_path / "no_dropout", dropout_rate=0.1)
+    no_dropout, trained = default_run
+    with_dropout = make_runner(copy_of(no_dropout, tmp_path), dropout_rate=0.1)
     assert with_dropout.restore_or_initialize() and with_dropout.step == 3
     for read, written in zip(with_dropout.model.trainable_variables, trained, strict=True):
         np.testing.assert_array_equal(read.numpy(), written)
@@ -111,14 +125,13 @@ def test_a_checkpoint_of_other_dropout_settings_is_read_with_fresh_masks(tmp_pat
     assert without.restore_or_initialize() and without.step == 3
 
 
-def test_a_save_cut_short_by_a_kill_leaves_nothing_after_the_rerun(tmp_path):
-    runner = make_runner(tmp_path)
-    runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
+def test_a_save_cut_short_by_a_kill_leaves_nothing_after_the_rerun(tmp_path, default_run):
+    output_dir = copy_of(default_run[0], tmp_path)
     # What tf.train.CheckpointManager stages a save in, as a SIGKILL mid-save leaves it.
-    staged = tmp_path / "ckpt-4_temp"
+    staged = output_dir / "ckpt-4_temp"
     staged.mkdir()
     (staged / "part-00000-of-00001.data-00000-of-00001").write_bytes(b"\0" * 1000)
-    again = make_runner(tmp_path, num_train_steps=4)
+    again = make_runner(output_dir, num_train_steps=4)
     assert again.restore_or_initialize() and again.step == 3
     assert not staged.exists()
 
@@ -149,9 +162,9 @@ def trained_weights(runner, examples, batch_size):
 
 
 # === Gradient accumulation ===
-def test_accumulated_micro_batches_equal_one_large_batch(tmp_path):
+def test_accumulated_micro_batches_equal_one_large_batch(tmp_path, default_run):
     examples = synthetic_pretraining_examples(24)
-    one_batch = trained_weights(make_runner(tmp_path / "one"), examples, 8)
+    one_batch = default_run[1]  # make_runner's default run: batches of 8 of these examples
     accumulated = make_runner(tmp_path / "four", gradient_accumulation_steps=4)
     four_micro = trained_weights(accumulated, examples, 8)
     # The optimizer and the learning-rate schedule count updates, not micro-batches.
@@ -207,21 +220,30 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     assert all(np.isfinite(v.numpy()).all() for v in resumed.model.trainable_variables)
 
 
+@pytest.fixture(scope="module")
+def mlm_only_one_step_run(tmp_path_factory):
+    """The output_dir of one step of an MLM-only pretrainer (no next-sentence head): ckpt-1."""
+    output_dir = tmp_path_factory.mktemp("mlm_only_one_step")
+    first = make_runner(output_dir, num_train_steps=1, use_next_sentence_label=False)
+    first.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    return output_dir
+
+
 @pytest.mark.parametrize(
     "other", [{"intermediate_size": 48}, {"use_next_sentence_label": True}], ids=["shape", "head"]
 )
-def test_an_output_dir_of_another_model_is_named_instead_of_resumed(tmp_path, other):
+def test_an_output_dir_of_another_model_is_named_instead_of_resumed(
+    tmp_path, other, mlm_only_one_step_run
+):
     """A checkpoint in output_dir whose variables have other shapes, or that lacks some of
     this model's, is an error naming output_dir and the checkpoint (not TensorFlow's restore
     traceback)."""
-    examples = synthetic_pretraining_examples(16)
-    first = make_runner(tmp_path, num_train_steps=1, use_next_sentence_label=False)
-    first.train(dataset_fn_of(examples, 8), 8)
+    output_dir = copy_of(mlm_only_one_step_run, tmp_path)
     settings = {"use_next_sentence_label": False, **other}
     with pytest.raises(
         ValueError, match=r"holds a checkpoint of another model or settings.*ckpt-1"
     ):
-        make_runner(tmp_path, **settings).restore_or_initialize()
+        make_runner(output_dir, **settings).restore_or_initialize()
 
 
 def test_an_output_dir_of_another_task_with_a_head_of_the_same_shapes_is_refused(tmp_path):
@@ -313,16 +335,32 @@ def test_checkpoints_fall_on_multiples_of_save_checkpoints_steps(tmp_path):
     assert checkpoint_steps(tmp_path) == [4, 8, 9]
 
 
-def test_loops_end_at_checkpoints_closer_than_steps_per_loop(tmp_path):
-    """--save_checkpoints_steps below --iterations_per_loop: a checkpoint still at every
-    multiple, as the original saved on CPU/GPU (it kept only the last when loops ran their full
-    length, so a run killed before its first loop's end resumed from nothing)."""
-    runner = make_runner(tmp_path, num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=3)
+# 7 steps in loops of up to 10, a checkpoint every 3: loops of 3, 3 and 1 step.
+EARLY_CHECKPOINTS = dict(num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=3)
+
+
+@pytest.fixture(scope="module")
+def early_checkpoints_run(tmp_path_factory):
+    """An uninterrupted run of EARLY_CHECKPOINTS on synthetic_pretraining_examples(16), batch 8,
+    shared by the test of its loops and the test that resumes a killed twin of it. Returns
+    (output_dir, history, the train loops it made, the values of its final model and
+    optimizer variables)."""
+    output_dir = tmp_path_factory.mktemp("early_checkpoints")
+    runner = make_runner(output_dir, **EARLY_CHECKPOINTS)
     make_train_loop, train_loops = runner._train_loop_fn, []
     runner._train_loop_fn = lambda: train_loops.append(make_train_loop()) or train_loops[-1]
     history = runner.train(dataset_fn_of(synthetic_pretraining_examples(16), 8), 8)
+    final = [v.numpy() for v in runner.model.variables + runner.optimizer.variables]
+    return output_dir, history, train_loops, final
+
+
+def test_loops_end_at_checkpoints_closer_than_steps_per_loop(early_checkpoints_run):
+    """--save_checkpoints_steps below --iterations_per_loop: a checkpoint still at every
+    multiple, as the original saved on CPU/GPU (it kept only the last when loops ran their full
+    length, so a run killed before its first loop's end resumed from nothing)."""
+    output_dir, history, train_loops, _ = early_checkpoints_run
     assert [step for step, _ in history] == [3, 6, 7]
-    assert checkpoint_steps(tmp_path) == [3, 6, 7]
+    assert checkpoint_steps(output_dir) == [3, 6, 7]
     # Loops of 3 and of 1 step run one trace: the step count is a tensor argument.
     assert train_loops[0].experimental_get_tracing_count() == 1
 
@@ -362,13 +400,13 @@ def test_zero_keeps_every_checkpoint_or_saves_only_the_last(tmp_path, settings, 
     assert checkpoint_steps(tmp_path) == expected
 
 
-def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_weights(tmp_path):
+def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_weights(
+    tmp_path, early_checkpoints_run
+):
     """Killed right after the checkpoint at 3 (before its loop of 10 would have ended), then
     rerun: the final weights and optimizer state equal those of a run never interrupted."""
     examples = synthetic_pretraining_examples(16)
-    settings = dict(num_train_steps=7, steps_per_loop=10, save_checkpoints_steps=3)
-    uninterrupted = make_runner(tmp_path / "uninterrupted", **settings)
-    uninterrupted.train(dataset_fn_of(examples, 8), 8)
+    settings = EARLY_CHECKPOINTS
 
     class Killed(Exception):
         pass
@@ -388,10 +426,10 @@ def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_wei
     resumed = make_runner(tmp_path / "killed", **settings)
     assert resumed.restore_or_initialize() and resumed.step == 3
     resumed.train(dataset_fn_of(examples, 8), 8)
-    expected = uninterrupted.model.variables + uninterrupted.optimizer.variables
+    expected = early_checkpoints_run[3]
     final = resumed.model.variables + resumed.optimizer.variables
-    for a, b in zip(final, expected, strict=True):
-        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    for a, value in zip(final, expected, strict=True):
+        np.testing.assert_array_equal(a.numpy(), value, err_msg=a.path)
 
 
 @pytest.mark.parametrize(
