@@ -24,7 +24,11 @@ NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 
 @pytest.fixture(scope="module")
 def checkpoint_dir(tmp_path_factory):
-    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_bert"), **NO_DROPOUT)
+    """The tiny checkpoint with one layer: the tests compare two runs with each other or check
+    that a run trains to its checkpoint, which the depth does not change."""
+    return write_tiny_checkpoint(
+        tmp_path_factory.mktemp("tiny_bert"), num_hidden_layers=1, **NO_DROPOUT
+    )
 
 
 def _checkpoint_values(output_dir) -> dict[str, np.ndarray]:
