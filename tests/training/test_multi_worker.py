@@ -8,15 +8,20 @@ import sys
 import time
 
 import numpy as np
+import pytest
 
 from tests.conftest import REPO_ROOT, synthetic_pretraining_examples
 from tests.training.test_runner import dataset_fn_of, make_runner
 
-# One worker: argv = output_dir, weights file. TF_CONFIG comes from the environment.
+# One worker of the cluster both tests read (a cluster's start is two new interpreters): argv =
+# output_dir, weights file; TF_CONFIG comes from the environment. It trains a tiny pretrainer 3
+# steps and writes its weights (the training test), then predicts with a tiny model over 7 rows
+# in batches of 2 (the prediction test).
 _WORKER = r"""
-import os, sys
-import numpy as np
+import json, os, sys
+import keras, numpy as np, tensorflow as tf
 from official_bert.training.distribution import create_strategy
+from official_bert.training.prediction import predict
 from tests.conftest import synthetic_pretraining_examples
 from tests.training.test_runner import dataset_fn_of, make_runner
 
@@ -26,6 +31,16 @@ runner.restore_or_initialize()
 runner.train(dataset_fn_of(synthetic_pretraining_examples(24), 8), 8)
 np.savez(sys.argv[2], *[v.numpy() for v in runner.model.trainable_variables])
 print("WRITE_DIR", runner.is_chief, runner._write_manager.directory)
+
+with strategy.scope():
+    keras.utils.set_random_seed(1)
+    model = keras.Sequential([keras.Input([3]), keras.layers.Dense(2)])
+rows = np.arange(21, dtype="float32").reshape(7, 3)
+dataset = tf.data.Dataset.from_tensor_slices({"x": rows, "row": np.arange(7)}).batch(2)
+outputs = predict(strategy, lambda batch, training: model(batch["x"]), dataset, keep=("row",))
+expected = model(rows).numpy()
+print("PREDICTED", json.dumps({"rows": outputs["row"].tolist(),
+                               "equal": bool(np.allclose(outputs["outputs"], expected))}))
 """
 
 
@@ -68,13 +83,22 @@ def _run_two_workers(script: str, arguments) -> list[str]:
     return logs
 
 
-def test_two_workers_end_with_identical_weights_equal_to_one_device(tmp_path):
-    output = tmp_path / "run"
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """_WORKER run as a 2-worker cluster: (its folder, the workers' logs). output_dir is
+    folder/run, worker i's weights folder/worker{i}.npz."""
+    folder = tmp_path_factory.mktemp("two_workers")
     logs = _run_two_workers(
-        _WORKER, lambda index: [str(output), str(tmp_path / f"worker{index}.npz")]
+        _WORKER, lambda index: [str(folder / "run"), str(folder / f"worker{index}.npz")]
     )
+    return folder, logs
 
-    chief, other = (np.load(tmp_path / f"worker{i}.npz") for i in range(2))
+
+def test_two_workers_end_with_identical_weights_equal_to_one_device(tmp_path, two_workers):
+    folder, logs = two_workers
+    output = folder / "run"
+
+    chief, other = (np.load(folder / f"worker{i}.npz") for i in range(2))
     assert len(chief.files) == len(other.files) > 10
     for name in chief.files:
         np.testing.assert_array_equal(chief[name], other[name])
@@ -98,30 +122,10 @@ def test_two_workers_end_with_identical_weights_equal_to_one_device(tmp_path):
     assert (output / "train").is_dir()
 
 
-# One worker of the prediction test: the outputs of a tiny model over 7 rows in batches of 2.
-_PREDICTING_WORKER = r"""
-import json
-import keras, numpy as np, tensorflow as tf
-from official_bert.training.distribution import create_strategy
-from official_bert.training.prediction import predict
-
-strategy = create_strategy("multi_worker_mirrored")
-with strategy.scope():
-    keras.utils.set_random_seed(1)
-    model = keras.Sequential([keras.Input([3]), keras.layers.Dense(2)])
-rows = np.arange(21, dtype="float32").reshape(7, 3)
-dataset = tf.data.Dataset.from_tensor_slices({"x": rows, "row": np.arange(7)}).batch(2)
-outputs = predict(strategy, lambda batch, training: model(batch["x"]), dataset, keep=("row",))
-expected = model(rows).numpy()
-print("PREDICTED", json.dumps({"rows": outputs["row"].tolist(),
-                               "equal": bool(np.allclose(outputs["outputs"], expected))}))
-"""
-
-
-def test_every_worker_predicts_the_whole_dataset_in_order():
+def test_every_worker_predicts_the_whole_dataset_in_order(two_workers):
     # Distributed over the workers, each had only its share of the batches (and a single record
     # file could not be split by file at all: run_classifier's --do_eval crashed).
-    logs = _run_two_workers(_PREDICTING_WORKER, lambda index: [])
+    _, logs = two_workers
     for log in logs:
         predicted = json.loads(log.split("PREDICTED ")[1].splitlines()[0])
         assert predicted == {"rows": list(range(7)), "equal": True}
