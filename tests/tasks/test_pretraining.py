@@ -32,6 +32,9 @@ TINY = dict(
     type_vocab_size=2,
 )
 
+# An L1 H32 I64 model, for tests whose checks do not depend on the depth.
+ONE_LAYER_H32 = {**TINY, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
+
 
 @pytest.fixture(scope="module")
 def sample_records(minilm_dir, tmp_path_factory):
@@ -199,10 +202,13 @@ def short_single_segment_records(minilm_dir, tmp_path_factory):
     )
 
 
-def _tiny_config_file(folder):
-    """bert_config.json of an L2 H32 I64 model (the MiniLM vocab): seconds per run."""
+def _tiny_config_file(folder, num_hidden_layers=2):
+    """bert_config.json of an H32 I64 model of num_hidden_layers (the MiniLM vocab): seconds
+    per run."""
     path = folder / "bert_config.json"
-    BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64}).to_json_file(str(path))
+    config = {**TINY, "hidden_size": 32, "intermediate_size": 64}
+    config["num_hidden_layers"] = num_hidden_layers
+    BertConfig(**config).to_json_file(str(path))
     return path
 
 
@@ -255,8 +261,9 @@ def test_killed_run_resumes_to_the_weights_of_an_uninterrupted_run(short_sample_
     a run never interrupted, exactly. What makes it exact: --seed fixes initialization, dropout
     and input order; the checkpoint holds the dropout random states and the number of batches
     read, which the resumed run skips, so it sees the batches and masks the killed one would
-    have; CPU kernels are deterministic here (no enable_op_determinism needed)."""
-    config = _tiny_config_file(tmp_path)
+    have; CPU kernels are deterministic here (no enable_op_determinism needed). One layer: the
+    runs are compared with each other."""
+    config = _tiny_config_file(tmp_path, num_hidden_layers=1)
 
     def command(output_dir):
         return _script_command(
@@ -409,7 +416,7 @@ def test_mlm_only_has_no_next_sentence_head_nor_loss(short_single_segment_record
     """use_next_sentence_label=False (the paper's "No NSP"; the script's flag passes it
     through): no next-sentence head in the model or the checkpoint, the loss is the MLM loss
     alone, eval_results.txt has no next-sentence keys."""
-    config = BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64})
+    config = BertConfig(**ONE_LAYER_H32)
     output = tmp_path / "mlm_only"
     result = run_pretraining(
         _options(
@@ -470,7 +477,7 @@ def test_evaluation_runs_max_eval_steps_full_batches_as_the_original(
             _options(
                 str(path),
                 tmp_path / name,
-                bert_config=BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64}),
+                bert_config=BertConfig(**ONE_LAYER_H32),
                 do_train=False,
                 max_seq_length=32,
                 max_predictions_per_seq=5,

@@ -39,7 +39,7 @@ def test_killed_run_resumes_with_the_masks_of_an_uninterrupted_run(minilm_dir, t
     )
     write_pretraining_examples([str(CORPUS)], paths, settings, num_workers=1)
     instances = sum(1 for p in paths for _ in tf.data.TFRecordDataset(p))
-    config = _tiny_config_file(tmp_path)
+    config = _tiny_config_file(tmp_path, num_hidden_layers=1)  # the runs are compared
 
     def command(output_dir):
         return _script_command(
