@@ -8,8 +8,9 @@ import pytest
 from tests.conftest import REPO_ROOT
 from tests.warm_interpreter import run_script
 
-# Both scripts: two logical CPU devices, and model_fn of a tiny BertPretrainer (no dropout) of
-# sequence length S and vocabulary V, which each script defines.
+# Both scripts: two logical CPU devices, and model_fn of a tiny BertPretrainer (one layer, no
+# dropout: each script compares runs with each other) of sequence length S and vocabulary V,
+# which each script defines.
 _PRELUDE = r"""
 import os, sys, json
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
@@ -26,7 +27,7 @@ from tests.conftest import synthetic_pretraining_examples
 
 
 def model_fn():
-    model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=2,
+    model = BertPretrainer(BertEncoder(vocab_size=V, hidden_size=16, num_layers=1,
         num_attention_heads=2, intermediate_size=32, hidden_dropout_rate=0.0,
         attention_dropout_rate=0.0, max_position_embeddings=S, type_vocab_size=2))
     model.build()
