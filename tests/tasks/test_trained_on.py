@@ -16,6 +16,11 @@ from tests.conftest import ORIGINAL_TINY
 from tests.tiny_data import tiny_classifier_options, write_tiny_task
 
 
+def _options(data_dir, output_dir, **overrides):
+    """tiny_classifier_options without the serving export, which these tests never read."""
+    return tiny_classifier_options(data_dir, output_dir, **{"export_dir": "", **overrides})
+
+
 def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_is_not(
     tmp_path, caplog
 ):
@@ -23,7 +28,7 @@ def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_i
     write_tiny_task(first, seed=0)
     write_tiny_task(second, seed=1)
     output_dir = tmp_path / "out"
-    run_classifier(tiny_classifier_options(first, output_dir))
+    run_classifier(_options(first, output_dir))
     assert json.loads((output_dir / RECORD_NAME).read_text()) == {
         "data_dir": str(first),
         "init_checkpoint": str(ORIGINAL_TINY / "bert_model.ckpt"),
@@ -32,16 +37,14 @@ def test_resuming_on_other_data_is_a_warning_and_the_same_data_named_otherwise_i
     }
     caplog.set_level("WARNING", logger=absl_logging.get_absl_logger().name)
     # The same data under another spelling (relative path, trailing slash, upper case task).
-    same = tiny_classifier_options(
-        f"{first}/", output_dir, task_name="GENERIC", do_train=False, do_eval=True
-    )
-    assert trained_on(same) == trained_on(tiny_classifier_options(first, output_dir))
+    same = _options(f"{first}/", output_dir, task_name="GENERIC", do_train=False, do_eval=True)
+    assert trained_on(same) == trained_on(_options(first, output_dir))
     # A run that does not train is not warned, even on other data: evaluating the trained model
     # elsewhere is the original's workflow (--task_name=MNLI-MM --do_eval on MNLI's output_dir),
     # where "use another --output_dir" would evaluate --init_checkpoint instead.
-    run_classifier(tiny_classifier_options(second, output_dir, do_train=False, do_eval=True))
+    run_classifier(_options(second, output_dir, do_train=False, do_eval=True))
     assert "Resuming" not in caplog.text
-    run_classifier(tiny_classifier_options(second, output_dir, num_train_epochs=1.0))
+    run_classifier(_options(second, output_dir, num_train_epochs=1.0))
     assert f"trained on --data_dir={first}; this run names --data_dir={second}" in caplog.text
     assert json.loads((output_dir / RECORD_NAME).read_text())["data_dir"] == str(second)
 
@@ -118,7 +121,7 @@ def test_resuming_with_the_labels_in_another_order_is_refused_in_every_mode(tmp_
 
     data_dir, output_dir = tmp_path / "data", tmp_path / "out"
     write_tiny_task(data_dir, counts=(32, 8, 4))
-    run_classifier(tiny_classifier_options(data_dir, output_dir))
+    run_classifier(_options(data_dir, output_dir))
     assert json.loads((output_dir / RECORD_NAME).read_text())["labels"] == ["neg", "pos"]
     for mode in (dict(do_train=False, do_predict=True), dict(num_train_epochs=1.0)):
         with pytest.raises(
@@ -126,13 +129,9 @@ def test_resuming_with_the_labels_in_another_order_is_refused_in_every_mode(tmp_
             match=r"trained with the labels \['neg', 'pos'\].*this run's are \['pos', 'neg'\].*"
             r"pass --labels=neg,pos",
         ):
-            run_classifier(
-                tiny_classifier_options(data_dir, output_dir, labels=["pos", "neg"], **mode)
-            )
+            run_classifier(_options(data_dir, output_dir, labels=["pos", "neg"], **mode))
     # The trained order itself goes on.
     run_classifier(
-        tiny_classifier_options(
-            data_dir, output_dir, labels=["neg", "pos"], do_train=False, do_predict=True
-        )
+        _options(data_dir, output_dir, labels=["neg", "pos"], do_train=False, do_predict=True)
     )
     assert len((output_dir / "test_results.tsv").read_text().splitlines()) == 4
