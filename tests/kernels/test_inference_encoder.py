@@ -2,6 +2,8 @@
 output (sequence, pooled, each layer), with padding, causal masks and each activation; the
 bfloat16 path against the mixed_bfloat16 Keras encoder; real MiniLM weights."""
 
+import functools
+
 import keras
 import numpy as np
 import pytest
@@ -77,8 +79,9 @@ def test_float32_outputs_equal_the_keras_encoder(overrides, fast):
     # Rows of real tokens agree to float32 rounding; the all-masked row, whose LayerNorm inputs
     # are nearly constant, magnifies the feed-forward halves' other order of summation.
     atol = 1e-4 if fast else 2e-5
-    _assert_outputs_close(fused(inputs), expected, atol=atol)
-    _assert_outputs_close(_rows(fused(inputs), 3), _rows(expected, 3), atol=2e-5)
+    eager = fused(inputs)
+    _assert_outputs_close(eager, expected, atol=atol)
+    _assert_outputs_close(_rows(eager, 3), _rows(expected, 3), atol=2e-5)
     # The same in a graph whose batch and length are unknown when it is traced (serving).
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in inputs}
     graph_call = tf.function(fused.__call__, input_signature=[spec])
@@ -241,27 +244,42 @@ def test_few_tokens_in_bfloat16_match_the_onednn_path_and_mixed_bfloat16():
     _assert_outputs_close(few, fused(inputs), atol=0.05, rtol=0.02)
 
 
+def _positions_graph_call(fused, batch):
+    """`fused` called with output_positions in a graph of batch `batch` (None: unknown) and
+    unknown length."""
+    names = ("input_word_ids", "input_mask", "input_type_ids")
+    spec = {name: tf.TensorSpec([batch, None], tf.int32) for name in names}
+    positions_spec = tf.TensorSpec([batch, None], tf.int32)
+    return tf.function(
+        lambda x, p: fused(x, output_positions=p), input_signature=[spec, positions_spec]
+    )
+
+
+@functools.cache
+def _positions_encoders(causal):
+    """(fast-kernel encoder, its FusedInferenceEncoder, the latter's unknown-batch graph call
+    with output_positions) of one `causal`, shared by the batches of
+    test_output_positions_equal_the_keras_encoders: the unknown-batch graph holds every path,
+    so one trace of it serves each batch, whichever path the batch takes."""
+    with fast_kernels(True):
+        encoder = _encoder(causal=causal)
+    fused = FusedInferenceEncoder(encoder)
+    return encoder, fused, _positions_graph_call(fused, None)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["bidirectional", "causal"])
 @pytest.mark.parametrize("batch", [1, 3, 9], ids=["few_tokens", "one_chain", "halves"])
 def test_output_positions_equal_the_keras_encoders(causal, batch):
     """As BertEncoder's `output_positions`: the last layer at [CLS] and those rows only, in
     eager, static and unknown-batch graphs; [batch, 0] leaves `pooled_output` alone."""
-    with fast_kernels(True):
-        encoder = _encoder(causal=causal)
+    encoder, fused, unknown_batch_call = _positions_encoders(causal)
     inputs = random_inputs(batch=batch, seq=16, vocab=100)
     rng = np.random.default_rng(1)
     positions = rng.integers(0, 16, (batch, 3)).astype(np.int32)
     positions[0] = [5, 5, 0]  # repeats and a padding slot
     expected = encoder(inputs, training=False, output_positions=positions)
     full = encoder(inputs, training=False)
-    fused = FusedInferenceEncoder(encoder)
-    names = ("input_word_ids", "input_mask", "input_type_ids")
-    for spec_batch in (batch, None):
-        spec = {name: tf.TensorSpec([spec_batch, None], tf.int32) for name in names}
-        positions_spec = tf.TensorSpec([spec_batch, None], tf.int32)
-        graph_call = tf.function(
-            lambda x, p: fused(x, output_positions=p), input_signature=[spec, positions_spec]
-        )
+    for graph_call in (_positions_graph_call(fused, batch), unknown_batch_call):
         outputs = graph_call(inputs, positions)
         assert outputs["sequence_output"].shape == (batch, 3, 32)
         _assert_outputs_close(outputs, expected, atol=2e-5)
