@@ -153,6 +153,7 @@ def test_frozen_scalar_mix_tagger_trains_the_head_only_and_resumes(
         init_checkpoint=str(init_checkpoint),
         feature_mode="frozen_scalar_mix",
         num_train_epochs=3.0,
+        export_dir="",  # its serving model is not read here
     )
     results = run_classifier(options)
     (_, first_loss), *_, (_, last_loss) = results["history"]
