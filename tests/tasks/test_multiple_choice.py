@@ -191,7 +191,8 @@ def test_c3_questions_with_fewer_candidates_get_no_probability_on_empty_slots(
     bert_dir, tasks, tmp_path
 ):
     data_dir, written = tasks["c3"]
-    results = run_classifier(_options(bert_dir, data_dir, tmp_path, "c3", num_train_epochs=2.0))
+    options = _options(bert_dir, data_dir, tmp_path, "c3", num_train_epochs=2.0, export_dir="")
+    results = run_classifier(options)
     assert results["eval"]["eval_accuracy"] >= 0.9, results["eval"]
     rows = np.array(
         [
