@@ -376,7 +376,9 @@ def test_no_valid_candidate_in_a_short_context_serves_no_answer(
         version_2_with_negative=version_2_with_negative,
         null_score_diff_threshold=0.0,
     )
-    served = module.signature()(
+    # One traced signature for every batch below (its input signature takes any batch size).
+    serve = module.signature()
+    served = serve(
         tf.constant(["who wrote the report ?", "q?"]),
         tf.constant(["the chief officer wrote the report on growth .", ""]),
     )
@@ -385,9 +387,7 @@ def test_no_valid_candidate_in_a_short_context_serves_no_answer(
     # A batch in which no context has a piece (empty, blank), or no question at all: no window
     # anywhere, and still an answer of "" per row (it failed in a reshape and a gather).
     for questions, contexts in ((["q?"], [""]), (["q?", "q?"], [" \t", ""]), ([], [])):
-        served = module.signature()(
-            tf.constant(questions, tf.string), tf.constant(contexts, tf.string)
-        )
+        served = serve(tf.constant(questions, tf.string), tf.constant(contexts, tf.string))
         assert [a.decode() for a in served["answer"].numpy()] == [""] * len(questions)
         assert served["start"].numpy().tolist() == [-1] * len(questions)
         if version_2_with_negative:
