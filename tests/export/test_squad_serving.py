@@ -107,10 +107,19 @@ def _assert_spans_locate_answers(served):
         assert " ".join(context[start:end].split()) == served["answer"][index]
 
 
-def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
+@pytest.fixture(scope="module")
+def v2_run(minilm_dir, tmp_path_factory):
+    """One SQuAD v2.0 run at null_score_diff_threshold -0.6 (train, predict, export, served),
+    for the two tests below: (predictions, served, its folder)."""
+    tmp_path = tmp_path_factory.mktemp("v2")
     predictions, served, _ = _run(
         minilm_dir, tmp_path, version_2_with_negative=True, null_score_diff_threshold=-0.6
     )
+    return predictions, served, tmp_path
+
+
+def test_v2_answers_equal_the_predict_path(v2_run):
+    predictions, served, _ = v2_run
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["answer"] == [predictions.best_non_null[qid] for qid in ids]
     assert [
@@ -137,19 +146,24 @@ def test_v2_answers_equal_the_predict_path(minilm_dir, tmp_path):
     assert max(served["start"][:5]) > 150, served
 
 
-def test_tuned_threshold_is_the_one_served(minilm_dir, tmp_path):
+def test_tuned_threshold_is_the_one_served(minilm_dir, v2_run):
     # --tune_null_threshold: the export waits for the predictions, then serves with the
-    # threshold that predictions.json was re-written with.
+    # threshold that predictions.json was re-written with. The model is v2_run's, restored
+    # from its output_dir (training again would give the same weights).
     # At the flag's 5.0 every question would be answered (null - span is about -0.6 here);
     # the tuned threshold answers fewer.
+    _, _, tmp_path = v2_run
     predictions, served, results = _run(
         minilm_dir,
         tmp_path,
         version_2_with_negative=True,
         tune_null_threshold=True,
         null_score_diff_threshold=5.0,
+        do_train=False,
+        export_dir=str(tmp_path / "serving_tuned"),
+        serving_dir=tmp_path / "serving_tuned",
     )
-    assert results["export_dir"] == str(tmp_path / "serving")
+    assert results["export_dir"] == str(tmp_path / "serving_tuned")
     tuned = results["eval"]["tuned"]["null_score_diff_threshold"]
     ids = [f"q{index}" for index in range(len(_QUESTIONS))]
     assert served["has_answer"] == [predictions.null_odds[qid] <= tuned for qid in ids]
