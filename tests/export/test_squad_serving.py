@@ -149,7 +149,7 @@ def test_v2_answers_equal_the_predict_path(v2_run):
 def test_tuned_threshold_is_the_one_served(minilm_dir, v2_run):
     # --tune_null_threshold: the export waits for the predictions, then serves with the
     # threshold that predictions.json was re-written with. The model is v2_run's, restored
-    # from its output_dir (training again would give the same weights).
+    # from its output_dir (the threshold options play no part in training).
     # At the flag's 5.0 every question would be answered (null - span is about -0.6 here);
     # the tuned threshold answers fewer.
     _, _, tmp_path = v2_run
