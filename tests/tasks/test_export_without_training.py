@@ -2,6 +2,8 @@
 checkpoint (a model fine-tuned earlier) or from --init_checkpoint, and the served answers equal
 those of the export written right after training."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -20,8 +22,48 @@ def tiny_task(tmp_path_factory):
 
 _options = tiny_sentiment_options
 
+MULTI_LABEL = dict(multi_label=True, processor_kwargs=dict(labels=["neg", "pos"], multi_label=True))
+TASKS = {"single_label": {}, "multi_label": MULTI_LABEL}
+SERVING_WAYS = {
+    "keras": dict(fast_kernels=False),
+    "fused": {},
+    "bfloat16": dict(serving_dtype="bfloat16"),
+}
 
-def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_path):
+
+@pytest.fixture(scope="module")
+def untrained_exports(tiny_task, tmp_path_factory):
+    """exports(task id) -> {way: export dir}: the model of --init_checkpoint (a random head with
+    seed 1, no training) of TASKS[task id] exported the SERVING_WAYS, each task's on its first
+    request; the single-label "fused" export is also the untrained model the first test compares
+    with."""
+    made = {}
+
+    def exports(task_id):
+        if task_id not in made:
+            directory = tmp_path_factory.mktemp(f"untrained_{task_id}")
+            made[task_id] = {}
+            for way, overrides in SERVING_WAYS.items():
+                export_dir = str(directory / f"{way}_sm")
+                results = run_classifier(
+                    _options(
+                        tiny_task,
+                        directory / way,
+                        export_dir=export_dir,
+                        **overrides,
+                        **TASKS[task_id],
+                    )
+                )
+                assert results["export_dir"] == export_dir
+                made[task_id][way] = export_dir
+        return made[task_id]
+
+    return exports
+
+
+def test_a_model_fine_tuned_earlier_is_exported_without_training(
+    tiny_task, tmp_path, untrained_exports
+):
     output_dir = tmp_path / "out"
     trained = run_classifier(
         _options(tiny_task, output_dir, do_train=True, export_dir=str(tmp_path / "after"))
@@ -31,12 +73,9 @@ def test_a_model_fine_tuned_earlier_is_exported_without_training(tiny_task, tmp_
     later = run_classifier(_options(tiny_task, output_dir, export_dir=str(tmp_path / "later")))
     assert later["export_dir"] == str(tmp_path / "later") and later["history"] == []
     # The test can fail: the fine-tuned model is not the one it started from.
-    initial = run_classifier(
-        _options(tiny_task, tmp_path / "fresh", export_dir=str(tmp_path / "initial"))
-    )
-    assert initial["export_dir"] == str(tmp_path / "initial")
+    initial = untrained_exports("single_label")["fused"]
     after, again, untrained = serve_each_in_one_fresh_process(
-        [tmp_path / "after", tmp_path / "later", tmp_path / "initial"], {"text_a": TEXTS}
+        [tmp_path / "after", tmp_path / "later", initial], {"text_a": TEXTS}
     )
     np.testing.assert_allclose(again["probabilities"], after["probabilities"], atol=1e-6)
     assert np.abs(np.array(untrained["probabilities"]) - after["probabilities"]).max() > 1e-3
@@ -47,43 +86,25 @@ def test_nothing_asked_is_still_an_error(tiny_task, tmp_path):
         run_classifier(_options(tiny_task, tmp_path / "out"))
 
 
-MULTI_LABEL = dict(multi_label=True, processor_kwargs=dict(labels=["neg", "pos"], multi_label=True))
-
-
-@pytest.mark.parametrize("task", [{}, MULTI_LABEL], ids=["single_label", "multi_label"])
-def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(tiny_task, tmp_path, task):
+@pytest.mark.parametrize("task_id", TASKS)
+def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(untrained_exports, task_id):
     """The same model (from --init_checkpoint, a random head with seed 1) served three ways:
     the Keras model (--fast_kernels=false), FusedInferenceEncoder in float32 (the default) and
     with bfloat16 weights (--serving_dtype=bfloat16); single-label (softmax) and multi-label
     (per-label sigmoid) serving models alike."""
-    served = {}
-    for name, overrides in (
-        ("keras", dict(fast_kernels=False)),
-        ("fused", {}),
-        ("bfloat16", dict(serving_dtype="bfloat16")),
-    ):
-        run_classifier(
-            _options(
-                tiny_task,
-                tmp_path / name,
-                export_dir=str(tmp_path / f"{name}_sm"),
-                **overrides,
-                **task,
-            )
-        )
-    outputs = serve_each_in_one_fresh_process(
-        [tmp_path / "keras_sm", tmp_path / "fused_sm", tmp_path / "bfloat16_sm"],
-        {"text_a": TEXTS},
-    )
-    for name, output in zip(("keras", "fused", "bfloat16"), outputs, strict=True):
-        served[name] = np.array(output["probabilities"])
+    exports = untrained_exports(task_id)
+    outputs = serve_each_in_one_fresh_process(list(exports.values()), {"text_a": TEXTS})
+    served = {
+        name: np.array(output["probabilities"])
+        for name, output in zip(exports, outputs, strict=True)
+    }
     np.testing.assert_allclose(served["fused"], served["keras"], atol=1e-5)
     error = np.abs(served["bfloat16"] - served["fused"]).max()
     assert 0 < error < 2e-2, error
     # Only the variables of one encoder are saved: the bfloat16 model is the smaller one.
     sizes = {
-        name: sum(f.stat().st_size for f in (tmp_path / f"{name}_sm" / "variables").iterdir())
-        for name in served
+        name: sum(f.stat().st_size for f in (Path(export) / "variables").iterdir())
+        for name, export in exports.items()
     }
     assert sizes["fused"] < 1.2 * sizes["keras"] and sizes["bfloat16"] < 0.7 * sizes["fused"], sizes
 
