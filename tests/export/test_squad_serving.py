@@ -9,7 +9,7 @@ import pytest
 
 from official_bert.config import BertConfig
 from official_bert.tasks.squad import SquadOptions, run_squad
-from tests.export.fresh_process import serve_in_fresh_process
+from tests.export.fresh_process import serve_each_in_one_fresh_process, serve_in_fresh_process
 
 # A context of about 190 wordpieces: at max_seq_length 48 it takes a dozen windows. Accented
 # words (lower-cased and stripped by the uncased vocabulary), runs of spaces and a newline
@@ -60,7 +60,12 @@ def _write_squad_file(path):
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
 
 
-def _run(minilm_dir, tmp_path, **overrides):
+_SERVED_INPUTS = {"question": [q for q, _ in _QUESTIONS], "context": [c for _, c in _QUESTIONS]}
+
+
+def _run_squad(minilm_dir, tmp_path, **overrides) -> dict:
+    """run_squad's results for the tiny model on _QUESTIONS (train, predict, export to
+    tmp_path/serving unless `overrides` say otherwise)."""
     data_file = tmp_path / "squad.json"
     _write_squad_file(data_file)
     values = dict(
@@ -89,12 +94,16 @@ def _run(minilm_dir, tmp_path, **overrides):
         max_answer_length=6,
         seed=3,
     )
-    serving_dir = overrides.pop("serving_dir", tmp_path / "serving")
     values.update(overrides)
-    results = run_squad(SquadOptions(**values))
+    return run_squad(SquadOptions(**values))
+
+
+def _run(minilm_dir, tmp_path, **overrides):
+    """_run_squad, then its export served _QUESTIONS in a fresh process:
+    (predictions, served, results)."""
+    results = _run_squad(minilm_dir, tmp_path, **overrides)
     served = serve_in_fresh_process(
-        serving_dir,
-        {"question": [q for q, _ in _QUESTIONS], "context": [c for _, c in _QUESTIONS]},
+        overrides.get("export_dir", tmp_path / "serving"), _SERVED_INPUTS
     )
     return results.get("predictions"), served, results
 
@@ -161,7 +170,6 @@ def test_tuned_threshold_is_the_one_served(minilm_dir, v2_run):
         null_score_diff_threshold=5.0,
         do_train=False,
         export_dir=str(tmp_path / "serving_tuned"),
-        serving_dir=tmp_path / "serving_tuned",
     )
     assert results["export_dir"] == str(tmp_path / "serving_tuned")
     tuned = results["eval"]["tuned"]["null_score_diff_threshold"]
@@ -192,31 +200,34 @@ def test_v1_cased_answers_equal_the_predict_path(v1_cased_run):
     _assert_spans_locate_answers(served)
 
 
-def _export_only(minilm_dir, tmp_path, name, **overrides):
-    """run_squad with only --export_dir (output_dir's checkpoint restored): (served, results)."""
-    _, served, results = _run(
+def _export_only(minilm_dir, tmp_path, name, **overrides) -> dict:
+    """run_squad with only --export_dir=tmp_path/name (output_dir's checkpoint restored): its
+    results."""
+    return _run_squad(
         minilm_dir,
         tmp_path,
         do_lower_case=False,
         do_train=False,
         do_predict=False,
         export_dir=str(tmp_path / name),
-        serving_dir=tmp_path / name,
         **overrides,
     )
-    return served, results
 
 
 def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, v1_cased_run):
     _, served, tmp_path = v1_cased_run
-    # Only --export_dir: the checkpoint in output_dir is restored and served.
-    again, results = _export_only(minilm_dir, tmp_path, "serving_later")
+    # Only --export_dir: the checkpoint in output_dir is restored and served; below, the same
+    # checkpoint with the encoder's weights in bfloat16 (--serving_dtype). Both are served by
+    # one fresh process.
+    results = _export_only(minilm_dir, tmp_path, "serving_later")
     assert results["history"] == [] and results["export_dir"] == str(tmp_path / "serving_later")
+    _export_only(minilm_dir, tmp_path, "serving_bf16", serving_dtype="bfloat16")
+    again, in_bfloat16 = serve_each_in_one_fresh_process(
+        [tmp_path / "serving_later", tmp_path / "serving_bf16"], _SERVED_INPUTS
+    )
     assert again["answer"] == served["answer"]
     np.testing.assert_allclose(again["score"], served["score"], atol=1e-5)
-    # The same checkpoint with the encoder's weights in bfloat16 (--serving_dtype): scores
-    # within bfloat16's precision, a smaller SavedModel.
-    in_bfloat16, _ = _export_only(minilm_dir, tmp_path, "serving_bf16", serving_dtype="bfloat16")
+    # In bfloat16: scores within bfloat16's precision, a smaller SavedModel.
     error = np.abs(np.array(in_bfloat16["score"]) - served["score"]).max()
     assert 0 < error < 2e-2 * np.abs(served["score"]).max() + 1e-2, error
 
@@ -225,7 +236,7 @@ def test_a_model_trained_earlier_is_exported_without_training(minilm_dir, v1_cas
 
     assert variables_size(tmp_path / "serving_bf16") < 0.7 * variables_size(tmp_path / "serving")
     with pytest.raises(ValueError, match="needs `fast_kernels`"):
-        _run(
+        _run_squad(
             minilm_dir,
             tmp_path,
             do_train=False,
