@@ -406,12 +406,12 @@ def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_wei
     """Killed right after the checkpoint at 3 (before its loop of 10 would have ended), then
     rerun: the final weights and optimizer state equal those of a run never interrupted."""
     examples = synthetic_pretraining_examples(16)
-    settings = EARLY_CHECKPOINTS
+    *_, uninterrupted = early_checkpoints_run
 
     class Killed(Exception):
         pass
 
-    killed = make_runner(tmp_path / "killed", **settings)
+    killed = make_runner(tmp_path / "killed", **EARLY_CHECKPOINTS)
     save = killed._save
 
     def save_then_die(force=False):
@@ -423,12 +423,11 @@ def test_a_run_killed_after_an_early_checkpoint_resumes_to_the_uninterrupted_wei
     with pytest.raises(Killed):
         killed.train(dataset_fn_of(examples, 8), 8)
     assert checkpoint_steps(tmp_path / "killed") == [3]
-    resumed = make_runner(tmp_path / "killed", **settings)
+    resumed = make_runner(tmp_path / "killed", **EARLY_CHECKPOINTS)
     assert resumed.restore_or_initialize() and resumed.step == 3
     resumed.train(dataset_fn_of(examples, 8), 8)
-    expected = early_checkpoints_run[3]
     final = resumed.model.variables + resumed.optimizer.variables
-    for a, value in zip(final, expected, strict=True):
+    for a, value in zip(final, uninterrupted, strict=True):
         np.testing.assert_array_equal(a.numpy(), value, err_msg=a.path)
 
 
