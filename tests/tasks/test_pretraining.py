@@ -32,8 +32,9 @@ TINY = dict(
     type_vocab_size=2,
 )
 
-# An L1 H32 I64 model, for tests whose checks do not depend on the depth.
-ONE_LAYER_H32 = {**TINY, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1}
+# L2 H32 I64: seconds per run; one layer of it for tests whose checks do not depend on the depth.
+TINY_H32 = {**TINY, "hidden_size": 32, "intermediate_size": 64}
+ONE_LAYER_H32 = {**TINY_H32, "num_hidden_layers": 1}
 
 
 @pytest.fixture(scope="module")
@@ -206,9 +207,7 @@ def _tiny_config_file(folder, num_hidden_layers=2):
     """bert_config.json of an H32 I64 model of num_hidden_layers (the MiniLM vocab): seconds
     per run."""
     path = folder / "bert_config.json"
-    config = {**TINY, "hidden_size": 32, "intermediate_size": 64}
-    config["num_hidden_layers"] = num_hidden_layers
-    BertConfig(**config).to_json_file(str(path))
+    BertConfig(**{**TINY_H32, "num_hidden_layers": num_hidden_layers}).to_json_file(str(path))
     return path
 
 
@@ -326,7 +325,7 @@ def wikitext_records(minilm_dir, tmp_path_factory):
 def test_masked_lm_loss_falls_on_wikitext(wikitext_records, tmp_path):
     """MLM only, L2 H32 I64, batch 16, seq 64, lr 3e-3, 150 steps (bench/pretraining_loss_curve.py
     runs a bigger one). Measured: loop means 8.59, 6.71, 6.69, 6.47, 6.05, 6.04."""
-    config = BertConfig(**{**TINY, "hidden_size": 32, "intermediate_size": 64})
+    config = BertConfig(**TINY_H32)
     result = run_pretraining(
         _options(
             wikitext_records,
