@@ -54,6 +54,12 @@ def define_flags() -> None:
         False,
         "preprocessing: also export .tokenize_with_offsets (ids with each piece's byte offsets).",
     )
+    flags.DEFINE_bool(
+        "preserve_unused_tokens",
+        False,
+        "preprocessing, fill_mask: keep each [unusedN] of the vocab written as a "
+        "whitespace-separated word one token (as the model was trained with it).",
+    )
     flags.DEFINE_bool("overwrite", False, "Replace an existing export_path.")
     flags.DEFINE_integer(
         "fill_mask_top_k", 5, "fill_mask: tokens returned per [MASK] (texts of default_seq_length)."
@@ -73,5 +79,6 @@ def main(_):
         tokenize_with_offsets=FLAGS.tokenize_with_offsets,
         checkpoint_format=FLAGS.checkpoint_format,
         fill_mask_top_k=FLAGS.fill_mask_top_k,
+        preserve_unused_tokens=FLAGS.preserve_unused_tokens,
         overwrite=FLAGS.overwrite,
     )

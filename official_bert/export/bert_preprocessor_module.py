@@ -42,9 +42,17 @@ def build_preprocessor_module(
     do_lower_case: bool,
     default_seq_length: int = 128,
     tokenize_with_offsets: bool = False,
+    preserve_unused_tokens: bool = False,
 ) -> tf.Module:
-    """The exportable preprocessor object; see the module docstring for what it offers."""
-    tokenizer = FastWordpieceBertTokenizer(vocab_file, do_lower_case=do_lower_case)
+    """The exportable preprocessor object; see the module docstring for what it offers.
+
+    `preserve_unused_tokens`: the original's --preserve_unused_tokens (each `[unusedN]` of the
+    vocabulary written as a whitespace-separated word stays one piece), for models fine-tuned
+    with it.
+    """
+    tokenizer = FastWordpieceBertTokenizer(
+        vocab_file, do_lower_case=do_lower_case, preserve_unused_tokens=preserve_unused_tokens
+    )
     # TF Hub's packing (a [SEP] per segment even where one is empty): models are fine-tuned
     # behind TF Hub preprocessors that pack so.
     packer = BertInputPacker(tokenizer, default_seq_length, tf_hub_packing=True)
@@ -107,14 +115,16 @@ def export_bert_preprocessor(
     default_seq_length: int = 128,
     overwrite: bool = False,
     tokenize_with_offsets: bool = False,
+    preserve_unused_tokens: bool = False,
 ) -> str:
     """Saves the preprocessor at `export_path` (temporary name, then rename); returns the path.
 
     `serving_default` maps `text` tf.string [batch] to the three int32 tensors;
-    `tokenize_with_offsets` adds the method of that name.
+    `tokenize_with_offsets` adds the method of that name; `preserve_unused_tokens` as for
+    `build_preprocessor_module`.
     """
     root = build_preprocessor_module(
-        vocab_file, do_lower_case, default_seq_length, tokenize_with_offsets
+        vocab_file, do_lower_case, default_seq_length, tokenize_with_offsets, preserve_unused_tokens
     )
     with traced_for_saving():
         serving_default = root.__call__.get_concrete_function()

@@ -30,11 +30,13 @@ def export_tfhub(
     checkpoint_format: str | None = None,
     overwrite: bool = False,
     fill_mask_top_k: int = 5,
+    preserve_unused_tokens: bool = False,
 ) -> str:
     """Exports an encoder ("model"), an encoder with its masked-LM head ("model_with_mlm"),
     the text preprocessor ("preprocessing") or a raw-text fill-mask serving model ("fill_mask":
     export/fill_mask_serving.py, texts of up to default_seq_length pieces, fill_mask_top_k tokens
-    per [MASK]) to `export_path`; returns export_path.
+    per [MASK]) to `export_path`; returns export_path. `preserve_unused_tokens` (the original's
+    --preserve_unused_tokens) applies to the exports that tokenize: preprocessing and fill_mask.
 
     vocab_file defaults to the vocab beside model_checkpoint_path (vocab.txt, or a keras-hub
     preset's), do_lower_case to the casing the checkpoint's files record, else to a guess
@@ -58,6 +60,12 @@ def export_tfhub(
             "tokenize_with_offsets applies to export_type=preprocessing (the tokenizer), "
             f"not to export_type={export_type}"
         )
+    if preserve_unused_tokens and export_type not in ("preprocessing", "fill_mask"):
+        raise ValueError(
+            "preserve_unused_tokens applies to the exports that tokenize text "
+            f"(export_type=preprocessing or fill_mask), not to export_type={export_type}: "
+            "export the preprocessor with it"
+        )
     model_checkpoint_path = resolve_checkpoint_url(model_checkpoint_path)
     vocab_file = vocab_file or loading.find_vocab_file(model_checkpoint_path)
     if not vocab_file:
@@ -76,6 +84,7 @@ def export_tfhub(
             default_seq_length,
             overwrite=overwrite,
             tokenize_with_offsets=tokenize_with_offsets,
+            preserve_unused_tokens=preserve_unused_tokens,
         )
 
     if not model_checkpoint_path:
@@ -122,7 +131,12 @@ def export_tfhub(
     if export_type == "fill_mask":
         return export_fill_mask_serving_model(
             pretrainer,
-            BertInputPacker(vocab_file, default_seq_length, do_lower_case),
+            BertInputPacker(
+                vocab_file,
+                default_seq_length,
+                do_lower_case,
+                preserve_unused_tokens=preserve_unused_tokens,
+            ),
             fill_mask_top_k,
             export_path,
             overwrite=overwrite,

@@ -13,7 +13,7 @@ from official_bert.checkpoints import CheckpointMismatchError, save_bert_weights
 from official_bert.config import BertConfigError
 from official_bert.export import export_tfhub, load_preprocessor
 from official_bert.models import BertEncoder
-from official_bert.tokenization import guess_do_lower_case
+from official_bert.tokenization import FullTokenizer, guess_do_lower_case
 from tests.conftest import MINILM_FIXTURE, REPO_ROOT
 from tests.tiny_data import tiny_bert_config, write_tiny_vocab
 
@@ -223,3 +223,31 @@ def test_mlm_export_warns_of_a_pooler_the_checkpoint_lacks(tmp_path, caplog):
             model_checkpoint_path=written,
         )
     assert any("holds no pooler" in r.getMessage() for r in caplog.records)
+
+
+def test_preserve_unused_tokens_reaches_the_preprocessor(tiny_checkpoint_dir, tmp_path):
+    vocab_file = str(tiny_checkpoint_dir / "vocab.txt")
+    with pytest.raises(ValueError, match="preserve_unused_tokens applies to the exports that tok"):
+        export_tfhub(
+            "model",
+            str(tmp_path / "encoder"),
+            vocab_file,
+            model_checkpoint_path=str(tiny_checkpoint_dir / "bert_model.ckpt"),
+            preserve_unused_tokens=True,
+        )
+    assert not (tmp_path / "encoder").exists()
+    texts = ["hello [unused0] world", "[unused1]x [unused2]"]
+    for preserve in (False, True):
+        path = export_tfhub(
+            "preprocessing",
+            str(tmp_path / f"preprocessor_{preserve}"),
+            vocab_file,
+            do_lower_case=True,
+            preserve_unused_tokens=preserve,
+        )
+        reference = FullTokenizer(vocab_file, do_lower_case=True, preserve_unused_tokens=preserve)
+        expected = [reference.convert_tokens_to_ids(reference.tokenize(t)) for t in texts]
+        pieces = load_preprocessor(path).tokenize(tf.constant(texts)).merge_dims(1, 2).to_list()
+        assert pieces == expected
+        unused = reference.vocab["[unused0]"]
+        assert (unused in pieces[0]) is preserve
