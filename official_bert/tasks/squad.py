@@ -151,11 +151,13 @@ def validate_squad_options(options: SquadOptions) -> None:
 
 
 def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
-    """A SQuAD 2.0 file read without version_2_with_negative would stop late and unclearly:
-    training at its first unanswerable question ("no answers"), scoring only after every
-    prediction is made. Said at the start instead. Unanswerable: marked is_impossible, or with
-    an empty answer list beside answered questions (a file with no answers at all is a test
-    file, predicted and not scored)."""
+    """A SQuAD 2.0 file read without version_2_with_negative. As train_file it would stop late
+    and unclearly (at its first unanswerable question, "no answers"), so it is refused at the
+    start, as the original refuses it. As predict_file the original answers every question,
+    and so does this project (with a warning); its scores are then the v2.0 script's
+    (`score_predictions`). Unanswerable: marked is_impossible, or with an empty answer list
+    beside answered questions (a file with no answers at all is a test file, predicted and not
+    scored)."""
     questions = list(_questions(path))
     ids = collections.Counter(str(qa.get("id")) for qa in questions)
     repeated = {qid: count for qid, count in ids.items() if count > 1}
@@ -172,23 +174,40 @@ def check_squad_version(path: str, flag: str, options: SquadOptions) -> None:
         )
     if options.version_2_with_negative:
         return
+    unanswerable = _unanswerable_questions(questions)
+    if not unanswerable:
+        return
+    count, how = unanswerable
+    if flag == "predict_file":
+        logging.warning(
+            "--predict_file=%s: %d questions %s, as in a SQuAD 2.0 file, and "
+            "--version_2_with_negative is False: every question gets an answer (as the "
+            "original run_squad.py) and the scores are the SQuAD 2.0 script's, where no "
+            "unanswerable question can be right (HasAns_exact and HasAns_f1 score the others); "
+            "pass --version_2_with_negative=True for a model that may answer none",
+            path,
+            count,
+            how,
+        )
+        return
+    raise SquadFormatError(
+        f"--{flag}={path}: {count} questions {how}, as in a SQuAD 2.0 file; pass "
+        "--version_2_with_negative=True"
+    )
+
+
+def _unanswerable_questions(questions) -> tuple[int, str] | None:
+    """How many of the `qas` entries are SQuAD 2.0's unanswerable ones, and how they are marked;
+    None for a SQuAD 1.1 file (or a test file without answers)."""
     # Only a true value marks a question (a string "false" is read_squad_examples' type error).
     marked = sum(qa.get("is_impossible") in (True, 1) for qa in questions)
+    if marked:
+        return marked, "marked is_impossible"
     answered = sum(bool(qa.get("answers")) for qa in questions)
     unanswered = sum(qa.get("answers") == [] for qa in questions)
-    if marked or (answered and unanswered):
-        count = marked or unanswered
-        how = "marked is_impossible" if marked else "without answers beside answered ones"
-        also = (
-            " (a model trained on SQuAD 1.1 answers every question of it with "
-            "--null_score_diff_threshold=1e9 too)"
-            if flag == "predict_file"
-            else ""
-        )
-        raise SquadFormatError(
-            f"--{flag}={path}: {count} questions {how}, as in a SQuAD 2.0 file; pass "
-            f"--version_2_with_negative=True{also}"
-        )
+    if answered and unanswered:
+        return unanswered, "without answers beside answered ones"
+    return None
 
 
 def score_predictions(
@@ -202,6 +221,8 @@ def score_predictions(
 
     v2.0 with null_odds also searches the best thresholds (best_exact_thresh, best_f1_thresh);
     predictions are scored as written (null_score_diff_threshold is the one they were made with).
+    A SQuAD 2.0 file predicted without version_2_with_negative (every question answered) gets
+    the v2.0 scores too: the v1.1 script has no answer to compare an unanswerable one with.
     A Chinese v1.1 file (CJK ideographs >= 30% of its contexts' characters, `is_chinese`) adds
     CMRC 2018's official character-level scores under "cmrc2018" (SQuAD's F1 counts whitespace
     words, which Chinese does not have).
@@ -209,6 +230,8 @@ def score_predictions(
     data = load_squad_json(data_file)
     if version_2_with_negative:
         return squad_v2_scores(data, predictions, null_odds, null_score_diff_threshold)
+    if _unanswerable_questions(list(_questions_of(data))):
+        return squad_v2_scores(data, predictions)
     scores = squad_v1_scores(data, predictions)
     if is_chinese(data):
         scores["cmrc2018"] = cmrc2018_scores(data, predictions)
@@ -219,7 +242,12 @@ def score_predictions(
 def _questions(path: str):
     """The question objects (`qas` entries) of a SQuAD file; malformed parts are passed over
     here (read_squad_examples names them)."""
-    for article in load_squad_json(path):
+    return _questions_of(load_squad_json(path))
+
+
+def _questions_of(data: list):
+    """The question objects of a SQuAD file's `data` list, as `_questions`."""
+    for article in data:
         if not isinstance(article, dict):
             continue
         for paragraph in article.get("paragraphs") or []:

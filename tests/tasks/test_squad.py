@@ -265,7 +265,8 @@ def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
                 max_seq_length=256,
             )
         )
-    # A SQuAD 2.0 file without --version_2_with_negative: said before training or predicting.
+    # A SQuAD 2.0 train_file without --version_2_with_negative: refused before training, as
+    # the original refuses it (at its first unanswerable question).
     qas = [
         {"id": "a", "question": "who?", "answers": [{"text": "Ann", "answer_start": 0}]},
         {"id": "b", "question": "when?", "answers": [], "is_impossible": True},
@@ -273,16 +274,57 @@ def test_bad_settings_fail_before_any_work(minilm_dir, tmp_path):
     paragraph = {"context": "Ann came home.", "qas": qas}
     version_2 = tmp_path / "v2.json"
     version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
-    for flag in ("train_file", "predict_file"):
-        action = "do_train" if flag == "train_file" else "do_predict"
-        with pytest.raises(ValueError, match=rf"--{flag}=.*v2.json: 1 questions marked is_imp"):
-            run_squad(_options(minilm_dir, tmp_path, **{action: True, flag: str(version_2)}))
+    with pytest.raises(ValueError, match=r"--train_file=.*v2.json: 1 questions marked is_imp"):
+        run_squad(_options(minilm_dir, tmp_path, do_train=True, train_file=str(version_2)))
     # The same without the is_impossible field (Hugging Face datasets' squad_v2 as JSON).
     del qas[1]["is_impossible"]
     version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
     with pytest.raises(ValueError, match=r"1 questions without answers beside answered ones"):
-        run_squad(_options(minilm_dir, tmp_path, do_predict=True, predict_file=str(version_2)))
+        run_squad(_options(minilm_dir, tmp_path, do_train=True, train_file=str(version_2)))
     assert not list(tmp_path.glob("*.tf_record"))
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_squad_2_predict_file_without_the_flag_is_answered_and_scored_as_2_0(
+    minilm_dir, tmp_path, caplog, marked
+):
+    # The original predicts every question of a SQuAD 2.0 predict_file read without
+    # --version_2_with_negative (a SQuAD 1.1 model on the 2.0 dev set); its scores can only be
+    # the 2.0 script's, the 1.1 script having no answer to compare an unanswerable one with.
+    from official_bert.data.squad.examples import read_squad_examples
+    from official_bert.tasks.squad import validate_squad_options
+
+    qas = [
+        {"id": "a", "question": "who?", "answers": [{"text": "Ann", "answer_start": 0}]},
+        {"id": "b", "question": "who else?", "answers": [{"text": "Bo", "answer_start": 8}]},
+        {"id": "c", "question": "when?", "answers": []},
+    ]
+    if marked:
+        qas[2]["is_impossible"] = True
+    paragraph = {"context": "Ann and Bo came home.", "qas": qas}
+    version_2 = tmp_path / "v2.json"
+    version_2.write_text(json.dumps({"version": "v2.0", "data": [{"paragraphs": [paragraph]}]}))
+    options = _options(minilm_dir, tmp_path, do_predict=True, predict_file=str(version_2))
+    with caplog.at_level("WARNING"):
+        validate_squad_options(options)
+    how = "marked is_impossible" if marked else "without answers beside answered ones"
+    assert f"--predict_file={version_2}: 1 questions {how}, as in a SQuAD 2.0 file" in caplog.text
+    examples = read_squad_examples(str(version_2), is_training=False)
+    assert [example.qas_id for example in examples.examples] == ["a", "b", "c"]
+
+    # Scored as predicted (--eval_only reads output_dir/predictions.json): "b" is wrong, "c"
+    # can only be wrong.
+    output_dir = tmp_path / "scored"
+    output_dir.mkdir()
+    (output_dir / "predictions.json").write_text(json.dumps({"a": "Ann", "b": "Ann", "c": "Bo"}))
+    options.eval_only = True
+    options.output_dir = str(output_dir)
+    scores = run_squad(options)["eval"]
+    assert scores["total"] == 3 and scores["HasAns_total"] == 2 and scores["NoAns_total"] == 1
+    assert scores["exact"] == pytest.approx(100 / 3)
+    assert scores["HasAns_exact"] == pytest.approx(50.0)
+    assert scores["NoAns_exact"] == 0.0
+    assert json.loads((output_dir / "eval_results.json").read_text())["HasAns_total"] == 2
 
 
 @pytest.mark.parametrize("trim_padding", [None, True])
