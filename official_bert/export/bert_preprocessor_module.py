@@ -68,9 +68,11 @@ def build_preprocessor_module(
         "mask_id": tokenizer.mask_id,
     }
 
+    # The argument names serving_default's input: "sentences", as in the Model Garden's
+    # preprocessors (TF Hub's bert_*_preprocess), so that their serving clients work unchanged.
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def preprocess(strings):
-        return packer(strings)
+    def preprocess(sentences):
+        return packer(sentences)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(strings):
@@ -119,7 +121,7 @@ def export_bert_preprocessor(
 ) -> str:
     """Saves the preprocessor at `export_path` (temporary name, then rename); returns the path.
 
-    `serving_default` maps `text` tf.string [batch] to the three int32 tensors;
+    `serving_default` maps `sentences` tf.string [batch] to the three int32 tensors;
     `tokenize_with_offsets` adds the method of that name; `preserve_unused_tokens` as for
     `build_preprocessor_module`.
     """

@@ -59,6 +59,13 @@ def test_golden_ids_and_the_root_call(preprocessor_path):
     }
     assert bool(preprocessor.do_lower_case.numpy()) is True
 
+    # serving_default (TF Serving, saved_model_cli) takes "sentences", as the Model Garden's
+    # preprocessors do.
+    serving = preprocessor.signatures["serving_default"]
+    assert list(serving.structured_input_signature[1]) == ["sentences"]
+    served = serving(sentences=tf.constant(SENTENCES))
+    np.testing.assert_array_equal(served["input_word_ids"], packed["input_word_ids"])
+
 
 def test_pack_two_segments_with_round_robin_truncation(preprocessor_path):
     preprocessor = load_preprocessor(preprocessor_path[0])
