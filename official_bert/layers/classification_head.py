@@ -24,7 +24,8 @@ class ClassificationHead(keras.layers.Layer):
       training: bool, switches dropout.
 
     Returns:
-      float32 logits [batch, num_classes] (or [batch, seq_length, num_classes]).
+      float32 logits [batch, num_classes] (or [batch, seq_length, num_classes]), computed in
+      float32 under a mixed-precision policy too.
     """
 
     def __init__(
@@ -42,10 +43,13 @@ class ClassificationHead(keras.layers.Layer):
         # === Layers ===
         # Keras's Dropout with a mask per replica of a strategy (one device: Keras's masks).
         self.dropout = ReplicaDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        # float32 whatever the policy (the last layer of a mixed-precision model, as Keras's
+        # guide has it): bfloat16 logits would round a regression score to 8 bits of mantissa
+        # (steps of 1/64 between 2 and 4) and tie close classes' logits.
         self.dense = dense_layer(
             num_classes,
             kernel_initializer=bert_initializer(initializer_range),
-            dtype=self.dtype_policy,
+            dtype="float32",
             name="logits",
         )
 
@@ -67,7 +71,7 @@ class ClassificationHead(keras.layers.Layer):
 
     def call(self, pooled_output, training=None):
         hidden = self.dropout(pooled_output, training=training)
-        return ops.cast(self.dense(hidden), "float32")
+        return self.dense(ops.cast(hidden, "float32"))
 
     def compute_output_shape(self, pooled_output_shape):
         return (*pooled_output_shape[:-1], self.num_classes)

@@ -15,7 +15,8 @@ class SpanHead(keras.layers.Layer):
       sequence_output: float [batch, seq_length, hidden_size].
 
     Returns:
-      (start_logits, end_logits), each float32 [batch, seq_length].
+      (start_logits, end_logits), each float32 [batch, seq_length], computed in float32 under a
+      mixed-precision policy too.
     """
 
     def __init__(self, initializer_range: float = 0.02, **kwargs):
@@ -23,10 +24,12 @@ class SpanHead(keras.layers.Layer):
         self.initializer_range = initializer_range
 
         # === Layers ===
+        # float32 whatever the policy (as ClassificationHead's): bfloat16 logits would tie the
+        # scores of close spans.
         self.dense = dense_layer(
             2,
             kernel_initializer=bert_initializer(initializer_range),
-            dtype=self.dtype_policy,
+            dtype="float32",
             name="logits",
         )
 
@@ -35,7 +38,7 @@ class SpanHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output):
-        logits = ops.cast(self.dense(sequence_output), "float32")
+        logits = self.dense(ops.cast(sequence_output, "float32"))
         return logits[..., 0], logits[..., 1]
 
     def compute_output_shape(self, sequence_output_shape):
