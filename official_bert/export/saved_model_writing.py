@@ -38,6 +38,28 @@ def traced_for_saving():
     return _save_context.save_context(SAVE_OPTIONS)
 
 
+def check_export_path_replaceable(export_path: str, name: str = "export path") -> None:
+    """Raises FileExistsError where `export_path` exists but is not what an export may replace:
+    a SavedModel (`saved_model.pb` or `.pbtxt` inside) or an empty folder. A folder of the user's
+    own (their data, a run's output_dir, a parent of either) is never removed to make room.
+
+    `name` says which flag gave the path (e.g. "--export_dir")."""
+    export_path = export_path.rstrip("/")
+    if not tf.io.gfile.exists(export_path):
+        return
+    if not tf.io.gfile.isdir(export_path):
+        raise FileExistsError(f"{name} {export_path} is a file; expected a folder for a SavedModel")
+    entries = tf.io.gfile.listdir(export_path)
+    if not entries or {"saved_model.pb", "saved_model.pbtxt"} & set(entries):
+        return
+    shown = ", ".join(sorted(entry.rstrip("/") for entry in entries)[:5])
+    more = ", ..." if len(entries) > 5 else ""
+    raise FileExistsError(
+        f"{name} {export_path} exists and is not a SavedModel (it holds {shown}{more}); an "
+        "export replaces only an earlier export: choose a new or empty folder"
+    )
+
+
 def save_atomically(
     module,
     export_path: str,
@@ -56,19 +78,22 @@ def save_atomically(
       signatures: passed to `tf.saved_model.save`.
       extra_files: {path relative to the export: text} written before the rename (e.g.
         "assets.extra/labels.txt").
-      overwrite: replace an existing `export_path`; otherwise an existing one is an error.
+      overwrite: replace an existing `export_path` that holds a SavedModel (or nothing);
+        otherwise an existing one is an error.
 
     Returns:
       export_path.
 
     Raises:
-      FileExistsError: `export_path` exists and `overwrite` is False.
+      FileExistsError: `export_path` exists and `overwrite` is False, or it exists and is not a
+        SavedModel (check_export_path_replaceable).
     """
     export_path = export_path.rstrip("/")
     if tf.io.gfile.exists(export_path) and not overwrite:
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )
+    check_export_path_replaceable(export_path)
     remove_stale_temporaries(temporary_glob(export_path))
     temporary = temporary_path(export_path)
     if tf.io.gfile.exists(temporary):

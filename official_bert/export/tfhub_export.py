@@ -13,6 +13,7 @@ from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.bert_encoder_module import export_bert_encoder
 from official_bert.export.bert_preprocessor_module import export_bert_preprocessor
 from official_bert.export.fill_mask_serving import export_fill_mask_serving_model
+from official_bert.export.saved_model_writing import check_export_path_replaceable
 from official_bert.models import BertEncoder, BertPretrainer
 
 EXPORT_TYPES = ("model", "model_with_mlm", "preprocessing", "fill_mask")
@@ -55,6 +56,7 @@ def export_tfhub(
         raise FileExistsError(
             f"export path {export_path} already exists; choose another one or pass --overwrite"
         )
+    check_export_path_replaceable(export_path, "--export_path")
     if tokenize_with_offsets and export_type != "preprocessing":
         raise ValueError(
             "tokenize_with_offsets applies to export_type=preprocessing (the tokenizer), "

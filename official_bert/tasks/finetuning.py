@@ -32,6 +32,7 @@ from official_bert.export.exported_bert_encoder import (
 )
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.hub_handle import resolve_hub_handle
+from official_bert.export.saved_model_writing import check_export_path_replaceable
 from official_bert.models import BertEncoder
 from official_bert.option_flags import option
 from official_bert.tasks.task import Task
@@ -159,6 +160,14 @@ def serving_export_dir(options) -> str | None:
     return options.export_dir or os.path.join(options.output_dir, "serving_model")
 
 
+def check_export_dir(options) -> None:
+    """A named --export_dir that exists must hold an earlier export (or nothing): the export
+    replaces it, and a folder of the user's own is refused before any work, not removed."""
+    export_dir = getattr(options, "export_dir", None)
+    if export_dir:
+        check_export_path_replaceable(export_dir, "--export_dir")
+
+
 def validate_finetuning_options(options: FinetuningOptions) -> None:
     """The original run_classifier.py checks of what to do and of the model settings, each
     naming its flag."""
@@ -169,6 +178,7 @@ def validate_finetuning_options(options: FinetuningOptions) -> None:
             "`export_dir` to export a model fine-tuned earlier)."
         )
     check_sequence_length(options)
+    check_export_dir(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     check_init_checkpoint_is_there(options)

@@ -42,6 +42,7 @@ from official_bert.tasks.driver import run_task
 from official_bert.tasks.finetuning import (
     FinetuningOptions,
     FinetuningTask,
+    check_export_dir,
     check_init_checkpoint_is_there,
     check_sequence_length,
     check_serving_dtype,
@@ -142,6 +143,7 @@ def validate_squad_options(options: SquadOptions) -> None:
             raise FileNotFoundError(f"--{name}={path}: no such file")
         check_squad_version(path, name, options)
     check_sequence_length(options)
+    check_export_dir(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
     check_serving_dtype(options)
     validate_init_source(options)

@@ -48,14 +48,22 @@ def test_script_exports_then_refuses_an_existing_path(tiny_checkpoint_dir, tmp_p
 
 
 def test_overwrite_replaces_an_existing_export(tiny_checkpoint_dir, tmp_path):
+    vocab_file = str(tiny_checkpoint_dir / "vocab.txt")
+    # A folder of the user's own is never removed to make room, --overwrite or not.
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "precious.txt").write_text("mine")
+    for overwrite in (False, True):
+        with pytest.raises(FileExistsError, match="already exists|is not a SavedModel"):
+            export_tfhub("preprocessing", str(own), vocab_file, overwrite=overwrite)
+    assert os.listdir(own) == ["precious.txt"]
+    # An earlier export is replaced with --overwrite, whatever was added to it.
     export_path = tmp_path / "preprocessor"
-    export_path.mkdir()
+    export_tfhub("preprocessing", str(export_path), vocab_file)
     (export_path / "stale.txt").write_text("old")
     with pytest.raises(FileExistsError, match="already exists"):
-        export_tfhub("preprocessing", str(export_path), str(tiny_checkpoint_dir / "vocab.txt"))
-    export_tfhub(
-        "preprocessing", str(export_path), str(tiny_checkpoint_dir / "vocab.txt"), overwrite=True
-    )
+        export_tfhub("preprocessing", str(export_path), vocab_file)
+    export_tfhub("preprocessing", str(export_path), vocab_file, overwrite=True)
     assert sorted(os.listdir(export_path)) == [
         "assets",
         "fingerprint.pb",

@@ -86,6 +86,17 @@ def test_nothing_asked_is_still_an_error(tiny_task, tmp_path):
         run_classifier(_options(tiny_task, tmp_path / "out"))
 
 
+def test_an_export_dir_holding_the_users_files_is_refused_before_any_work(tiny_task, tmp_path):
+    # The export replaces an earlier export only: a folder of data (here the one holding
+    # output_dir) is refused, before training, and keeps everything.
+    (tmp_path / "precious.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match=r"--export_dir .* is not a SavedModel \(it holds"):
+        run_classifier(
+            _options(tiny_task, tmp_path / "out", do_train=True, export_dir=str(tmp_path))
+        )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["precious.txt"]
+
+
 @pytest.mark.parametrize("task_id", TASKS)
 def test_serving_encoder_fused_float32_bfloat16_and_keras_agree(untrained_exports, task_id):
     """The same model (from --init_checkpoint, a random head with seed 1) served three ways:
