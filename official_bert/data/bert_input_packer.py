@@ -97,6 +97,8 @@ class BertInputPacker(tf.Module):
         segments = [
             segment.merge_dims(1, -1) if segment.shape.rank > 2 else segment for segment in segments
         ]
+        if len(segments) == 2:
+            segments = _with_equal_batch_sizes(segments)
         packed = _pack_segments(
             segments, seq_length, self._cls_id, self._sep_id, self.tf_hub_packing
         )
@@ -164,6 +166,31 @@ class BertInputPacker(tf.Module):
             starts.append(position)
             position += int(length) + 1
         return starts
+
+
+def _with_equal_batch_sizes(segments: list[tf.RaggedTensor]) -> list[tf.RaggedTensor]:
+    """The two [batch, (pieces)] segments, checked to hold the same number of texts first.
+
+    tensorflow_text's trimmer does not check it: segments of different sizes (a serving request
+    with 2 text_a and 1 text_b) read past the end of the shorter one, which can abort the whole
+    process. The check raises InvalidArgumentError instead, and the segments are rebuilt under
+    it so that nothing reads them before it has run (in a graph an assertion nothing depends on
+    may run after the ops beside it).
+    """
+    first, second = segments
+    check = tf.debugging.assert_equal(
+        first.nrows(),
+        second.nrows(),
+        message="text_a and text_b (the first and second segments) must hold the same number "
+        "of texts",
+    )
+    with tf.control_dependencies([check]):
+        return [
+            tf.RaggedTensor.from_row_splits(
+                tf.identity(segment.values), tf.identity(segment.row_splits), validate=False
+            )
+            for segment in segments
+        ]
 
 
 def _pack_segments(

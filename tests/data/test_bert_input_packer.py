@@ -250,3 +250,32 @@ def test_tf_hub_packing_closes_every_segment_as_tensorflow_text_does(minilm_dir)
             seq_length,
         )
         np.testing.assert_array_equal(arrays["input_word_ids"], expected_ids)
+
+
+_MISMATCHED_PAIRS = r"""
+import sys
+import tensorflow as tf
+from official_bert.data.bert_input_packer import BertInputPacker
+packer = BertInputPacker(sys.argv[1], 16)
+pack = tf.function(lambda a, b: packer(a, b))
+for text_a, text_b in [(["a", "b"], ["c"]), (["good", "bad", "ok"], ["fine"]), (["x"], ["y", "z"])]:
+    try:
+        pack(tf.constant(text_a), tf.constant(text_b))
+        print("packed", text_a, text_b)
+    except tf.errors.InvalidArgumentError as error:
+        print("refused:", "must hold the same number of texts" in str(error))
+print("alive")
+"""
+
+
+def test_pairs_of_different_batch_sizes_are_refused_not_read_past(minilm_dir):
+    # tensorflow_text's trimmer reads past the shorter segment (a serving request with 2 text_a
+    # and 1 text_b): garbage ids or a process abort. In a fresh process, which an abort would
+    # end without "alive".
+    from tests.warm_interpreter import run_script
+
+    result = run_script(
+        ["-c", _MISMATCHED_PAIRS, str(minilm_dir / "vocab.txt")], cwd="/", timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["refused:", "True"] * 3 + ["alive"]

@@ -417,3 +417,6 @@ def test_no_valid_candidate_in_a_short_context_serves_no_answer(
         assert served["start"].numpy().tolist() == [-1] * len(questions)
         if version_2_with_negative:
             assert not served["has_answer"].numpy().any()
+    # Questions and contexts in different numbers: said as such.
+    with pytest.raises(tf.errors.InvalidArgumentError, match="question and context must hold"):
+        serve(tf.constant(["q?", "who?"]), tf.constant(["a context ."]))
