@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging as logging_module
 import numbers
 import os
+import re
 import shutil
 import signal
 import threading
@@ -275,6 +277,7 @@ class Runner:
                 optimizer=self.optimizer,
                 train_batches_read=self._batches_read,
             )
+        mismatch = None
         try:
             with damaged_checkpoint_named(path):
                 checkpoint.read(path).assert_existing_objects_matched().expect_partial()
@@ -284,7 +287,23 @@ class Runner:
         # (another number of labels, another model size), TensorFlow's "Received incompatible
         # tensor with shape ...".
         except (AssertionError, ValueError) as error:
-            raise self._another_model(path, f"first mismatch: {str(error)[:300]}") from None
+            mismatch = f"first mismatch: {str(error)[:300]}"
+        # RestoreV2's "expected dtype int64 does not equal original dtype float": the optimizer's
+        # variables, read by position, are another optimizer's (mixed_float16's loss scale adds
+        # some: a float32 run resumed with --dtype=mixed_float16, or the reverse).
+        except tf.errors.InvalidArgumentError as error:
+            # Without TensorFlow's "{{function_node ...}}" prefix.
+            first_line = " ".join(re.sub(r"\{\{.*?\}\}", "", error.message).split())[:300]
+            mismatch = (
+                f"first mismatch: {first_line}; another --dtype (mixed_float16's loss scale) or "
+                "optimizer than the run that wrote it?"
+            )
+        if mismatch:
+            # The failed read left restorations pending on the model's and optimizer's objects,
+            # which log a warning per value when they are freed (a hundred lines after the one
+            # that says why): this run's objects are done with, so those warnings are dropped.
+            _drop_unrestored_value_warnings()
+            raise self._another_model(path, mismatch)
 
     def _applied_learning_rate(self) -> float:
         """The learning rate of the last update. Keras's optimizer.learning_rate evaluates a
@@ -740,3 +759,22 @@ def write_eval_results(path: str, results: dict, step: int) -> None:
             if isinstance(value, numbers.Real) and not isinstance(value, bool):
                 tf.summary.scalar(key, float(value))
     writer.close()
+
+
+class _UnrestoredValueWarningFilter(logging_module.Filter):
+    def filter(self, record) -> bool:
+        return not record.getMessage().startswith(_UNRESTORED_VALUE_WARNINGS)
+
+
+_UNRESTORED_VALUE_WARNINGS = (
+    "Detecting that an object or model or tf.train.Checkpoint is being deleted with unrestored",
+    "Value in checkpoint could not be found in the restored object",
+)
+
+
+def _drop_unrestored_value_warnings() -> None:
+    """From now on in this process, drops TensorFlow's warnings of values a checkpoint read left
+    unrestored (its logger is Python's "tensorflow"); added once."""
+    logger = logging_module.getLogger("tensorflow")
+    if not any(isinstance(item, _UnrestoredValueWarningFilter) for item in logger.filters):
+        logger.addFilter(_UnrestoredValueWarningFilter())

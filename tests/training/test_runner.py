@@ -230,14 +230,17 @@ def mlm_only_one_step_run(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "other", [{"intermediate_size": 48}, {"use_next_sentence_label": True}], ids=["shape", "head"]
+    "other",
+    [{"intermediate_size": 48}, {"use_next_sentence_label": True}, {"dtype": "mixed_float16"}],
+    ids=["shape", "head", "loss_scale"],
 )
 def test_an_output_dir_of_another_model_is_named_instead_of_resumed(
     tmp_path, other, mlm_only_one_step_run
 ):
     """A checkpoint in output_dir whose variables have other shapes, or that lacks some of
-    this model's, is an error naming output_dir and the checkpoint (not TensorFlow's restore
-    traceback)."""
+    this model's, or whose optimizer is another's (mixed_float16 adds a loss scale: TensorFlow's
+    RestoreV2 dtype error), is an error naming output_dir and the checkpoint (not TensorFlow's
+    restore traceback)."""
     output_dir = copy_of(mlm_only_one_step_run, tmp_path)
     settings = {"use_next_sentence_label": False, **other}
     with pytest.raises(
