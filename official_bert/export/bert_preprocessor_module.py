@@ -24,8 +24,8 @@ the original `FullTokenizer`) and `BertInputPacker` (the original truncation and
                                       # TokenizerWithOffsets
   preprocessor.vocab_file             # asset: vocab.txt;  preprocessor.do_lower_case: bool
 
-Loading needs `import tensorflow_text` first (Op type not registered 'CaseFoldUTF8' otherwise);
-`load_preprocessor` does it.
+Loading needs `import tensorflow_text` first (otherwise "Op type not registered" names one of
+its ops, such as 'NormalizeUTF8'); `load_preprocessor` does it.
 """
 
 from __future__ import annotations
@@ -137,6 +137,6 @@ def export_bert_preprocessor(
 
 def load_preprocessor(path: str):
     """`tf.saved_model.load` after registering tensorflow_text's ops."""
-    import tensorflow_text  # noqa: F401  (registers CaseFoldUTF8 and friends)
+    import tensorflow_text  # noqa: F401  (registers NormalizeUTF8 and the other text ops)
 
     return tf.saved_model.load(path)
