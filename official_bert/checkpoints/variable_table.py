@@ -308,9 +308,19 @@ def uses_pooler(model) -> bool:
 
 def log_kept_initializations(parts: set[str], model, source: str) -> None:
     """Says which parts of `model` were absent from `source` and keep their initialization:
-    a warning for a pooler the model uses, else an info line."""
+    a warning for a pooler the model uses and for a masked-LM head (pre-training continued from
+    an encoder-only checkpoint, such as a sentence-embedding model's, starts that head from
+    scratch), else an info line."""
     for part in sorted(parts):
-        if part == "pooler" and uses_pooler(model):
+        if part == "masked_lm":
+            logging.warning(
+                "%s holds no masked-LM head (cls/predictions/...), as an encoder-only checkpoint "
+                "does: %s's masked-LM head starts from its random initialization (its loss "
+                "starts near ln(vocab size), not where the checkpoint's pre-training ended)",
+                source,
+                type(model).__name__,
+            )
+        elif part == "pooler" and uses_pooler(model):
             logging.warning(
                 "%s holds no pooler (bert/pooler/dense), as a checkpoint of a model without one "
                 "(such as a question-answering, token-classification or masked-LM model) does: "

@@ -215,7 +215,8 @@ def test_a_tagger_reads_a_token_classifiers_head(tmp_path):
 def test_a_missing_pooler_keeps_its_initialization_and_says_so(caplog):
     """A pooler-less file (BertForQuestionAnswering) fills an encoder but for its pooler, with a
     warning, since the encoder's pooled_output then is not pre-trained; a span labeler or an
-    MLM-only pretrainer, which do not use it, load without one."""
+    MLM-only pretrainer, which do not use it, load without one (the pretrainer is warned of its
+    masked-LM head instead, which the file lacks too)."""
     folder = HEADS / "question_answering"
     config = read_bert_config(str(folder / "config.json"))
     tensors = load_file(folder / "model.safetensors")
@@ -235,7 +236,9 @@ def test_a_missing_pooler_keeps_its_initialization_and_says_so(caplog):
     pretrainer.build()
     with caplog.at_level(logging.INFO):
         load_bert_weights(pretrainer, str(folder))
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "holds no masked-LM head" in warnings[0], warnings
+    assert "BertPretrainer's masked-LM head starts from its random initialization" in warnings[0]
 
 
 def test_span_and_tagger_safetensors_omit_the_pooler_and_read_back(tmp_path):
