@@ -411,8 +411,10 @@ def test_bad_input_is_a_clear_error(vocab_file, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]  # nothing half-written
     with pytest.raises(ValueError, match="holds no document"):
         run(b"\n\n   \n")
-    with pytest.raises(ValueError, match=r"max_predictions_per_seq and dupe_factor must be at"):
-        run(b"a.\n", max_predictions_per_seq=0)
+    with pytest.raises(ValueError, match=r"max_predictions_per_seq must be at least 0, got -1"):
+        run(b"a.\n", max_predictions_per_seq=-1)
+    with pytest.raises(ValueError, match=r"dupe_factor must be at least 1, got 0"):
+        run(b"a.\n", dupe_factor=0)
     with pytest.raises(ValueError, match=r"= 0.9; the shares .* must sum to 1"):
         run(b"a.\n", mask_token_prob=0.8, random_token_prob=0.1, keep_token_prob=0.0)
     bad_vocab = tmp_path / "vocab.txt"

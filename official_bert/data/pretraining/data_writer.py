@@ -146,8 +146,13 @@ class PretrainingDataSettings:
         shortest = 5 if self.next_sentence else 3  # [CLS] a [SEP] b [SEP] / [CLS] a [SEP]
         if self.max_seq_length < shortest:
             raise ValueError(f"max_seq_length {self.max_seq_length} is too short for an instance")
-        if self.max_predictions_per_seq < 1 or self.dupe_factor < 1:
-            raise ValueError("max_predictions_per_seq and dupe_factor must be at least 1")
+        # 0 predictions is the original's too: instances for the next-sentence task alone.
+        if self.max_predictions_per_seq < 0:
+            raise ValueError(
+                f"max_predictions_per_seq must be at least 0, got {self.max_predictions_per_seq}"
+            )
+        if self.dupe_factor < 1:
+            raise ValueError(f"dupe_factor must be at least 1, got {self.dupe_factor}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise ValueError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob}")
         if self.max_ngram_size < 1:

@@ -48,8 +48,9 @@ class MaskingRecipe:
     random_token_prob: float = 0.1
 
     def __post_init__(self):
-        if not 0.0 < self.masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+        # 0 is the original's too: max(1, round(n * 0)) is one prediction per instance.
+        if not 0.0 <= self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
         check_replacement_shares(
             self.mask_token_prob,
             self.random_token_prob,

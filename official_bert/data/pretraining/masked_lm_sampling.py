@@ -63,8 +63,9 @@ class MaskingOptions:
     decide_per_word: bool = False
 
     def __post_init__(self):
-        if not 0.0 < self.masked_lm_prob <= 1.0:
-            raise ValueError(f"masked_lm_prob must be in (0, 1], got {self.masked_lm_prob}")
+        # 0 is the original's too: max(1, round(n * 0)) is one prediction per instance.
+        if not 0.0 <= self.masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob must be in [0, 1], got {self.masked_lm_prob}")
         check_replacement_shares(self.mask_token_prob, self.random_token_prob, self.keep_token_prob)
         if (self.whole_word_mask or self.max_ngram_size > 1) and self.is_continuation is None:
             raise ValueError("whole-word and n-gram masking need is_continuation")
@@ -228,6 +229,11 @@ def sample_masked_lm(
     """
     input_ids = np.asarray(input_ids, np.int32)
     lengths = np.asarray(lengths, np.int64)
+    if options.max_predictions_per_seq == 0:  # the original's next-sentence-only instances
+        empty = np.zeros((input_ids.shape[0], 0), np.int32)
+        return MaskedBatch(
+            input_ids.copy(), empty, empty.copy(), empty.astype(np.float32), empty.astype(np.int8)
+        )
     counts = num_to_predict(lengths, options)
     candidates = _candidates(input_ids, lengths, options)
     word_ids = None

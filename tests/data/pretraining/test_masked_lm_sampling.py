@@ -162,9 +162,22 @@ def test_per_word_decisions_and_ngrams():
                 assert kinds[k] == kinds[k - 1]
 
 
+def test_the_originals_zero_values():
+    # masked_lm_prob 0: max(1, round(n * 0)), one prediction an instance; max_predictions_per_seq
+    # 0: none (next-sentence instances alone), as the original writes them.
+    ids, lengths = _batch(count=50)
+    one = sample_masked_lm(ids, lengths, _options(masked_lm_prob=0.0), np.random.default_rng(0))
+    np.testing.assert_array_equal(one.masked_lm_weights.sum(axis=1), np.ones(50))
+    none = sample_masked_lm(
+        ids, lengths, _options(max_predictions_per_seq=0), np.random.default_rng(0)
+    )
+    assert none.masked_lm_positions.shape == none.masked_lm_weights.shape == (50, 0)
+    np.testing.assert_array_equal(none.input_ids, ids)
+
+
 def test_invalid_options():
-    with pytest.raises(ValueError, match="masked_lm_prob"):
-        _options(masked_lm_prob=0.0)
+    with pytest.raises(ValueError, match=r"masked_lm_prob must be in \[0, 1\], got -0.1"):
+        _options(masked_lm_prob=-0.1)
     with pytest.raises(ValueError, match=r"keep_token_prob \(0.1\) = 1.2; .* must sum to 1"):
         _options(mask_token_prob=0.9, random_token_prob=0.2)
     # Only the [MASK] share changed: the other two keep their defaults, so the sum is off.
