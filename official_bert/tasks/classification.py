@@ -40,7 +40,7 @@ from official_bert.tasks.finetuning import (
     FinetuningOptions,
     FinetuningSetup,
     FinetuningTask,
-    check_serving_dtype,
+    check_precision_options,
     create_encoder,
     epoch_train_steps,
     initialize_weights,
@@ -372,7 +372,7 @@ class ClassificationTask(FinetuningTask):
 
     def validate(self) -> None:
         validate_classifier_options(self.options)
-        check_serving_dtype(self.options)
+        check_precision_options(self.options)
 
     def prepare(self, strategy) -> None:
         super().prepare(strategy)

@@ -223,9 +223,17 @@ class FinetuningSetup:
     trim_padding: bool
 
 
-def check_serving_dtype(options) -> None:
-    """A --serving_dtype other than float32 needs the fused serving encoder: --fast_kernels, a
-    BertEncoder (no --hub_module_handle) and, where the task has --feature_mode, finetune."""
+def check_precision_options(options) -> None:
+    """A --dtype other than float32 needs a BertEncoder: a TF Hub encoder (--hub_module_handle)
+    runs in the precision it was exported in, so the flag would do nothing. A --serving_dtype
+    other than float32 needs the fused serving encoder: --fast_kernels, a BertEncoder (no
+    --hub_module_handle) and, where the task has --feature_mode, finetune."""
+    if options.dtype != "float32" and options.hub_module_handle:
+        raise ValueError(
+            f"`dtype={options.dtype}` does not apply to a TF Hub encoder (`hub_module_handle`), "
+            "which computes in the precision it was exported in (float32); leave `dtype` at "
+            "float32, or fine-tune from the checkpoint the module was exported from"
+        )
     if options.serving_dtype == "float32":
         return
     feature_mode = getattr(options, "feature_mode", None)

@@ -44,8 +44,8 @@ from official_bert.tasks.finetuning import (
     FinetuningTask,
     check_export_dir,
     check_init_checkpoint_is_there,
+    check_precision_options,
     check_sequence_length,
-    check_serving_dtype,
     create_encoder,
     epoch_train_steps,
     model_vocab_size,
@@ -145,7 +145,7 @@ def validate_squad_options(options: SquadOptions) -> None:
     check_sequence_length(options)
     check_export_dir(options)
     check_squad_lengths(options.max_seq_length, options.max_query_length)
-    check_serving_dtype(options)
+    check_precision_options(options)
     validate_init_source(options)
     validate_case_matches_checkpoint(options.do_lower_case, options.init_checkpoint)
     check_init_checkpoint_is_there(options)

@@ -67,6 +67,35 @@ def test_run_classifier_fine_tunes_an_exported_encoder(tiny_exports, tmp_path):
     assert json.loads((output_dir / ".train.tf_record.summary.json").read_text())  # cached features
 
 
+def test_a_precision_an_exported_encoder_cannot_take_is_refused(tiny_exports, tmp_path):
+    """The module computes in float32 as exported: --dtype=mixed_bfloat16 would do nothing."""
+    from official_bert.checkpoints.loading import read_bert_config
+    from official_bert.export.exported_bert_encoder import read_exported_encoder_settings
+    from official_bert.tasks.classification import ClassifierOptions
+    from official_bert.tasks.registry import run_classifier
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    write_tiny_task(data_dir)
+    handle = tiny_exports["model"]
+    settings = read_exported_encoder_settings(handle)
+    options = ClassifierOptions(
+        bert_config=read_bert_config(settings["bert_config_file"]),
+        task_name="generic",
+        processor_kwargs=dict(labels=["neg", "pos"]),
+        data_dir=str(data_dir),
+        vocab_file=settings["vocab_file"],
+        output_dir=str(tmp_path / "output"),
+        hub_module_handle=handle,
+        dtype="mixed_bfloat16",
+        do_train=True,
+        max_seq_length=16,
+    )
+    with pytest.raises(ValueError, match=r"`dtype=mixed_bfloat16` does not apply to a TF Hub enc"):
+        run_classifier(options)
+    assert not (tmp_path / "output").exists()
+
+
 def test_frozen_features_of_an_exported_encoder_leave_it_unchanged(tiny_exports, tmp_path):
     """--hub_module_handle with --feature_mode=frozen_scalar_mix: the head and the mix train on
     the module's layers, the module's own variables keep their exported values."""
