@@ -25,6 +25,11 @@ import tensorflow as tf
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
+from official_bert.export.serving_windows import (
+    first_index_of_max,
+    max_context_windows,
+    slide_windows,
+)
 from official_bert.tokenization import CJK_CHARACTER_CLASS
 
 # The original run_squad.py's whitespace (read_squad_examples): runs of these join the answer's
@@ -37,21 +42,6 @@ def _with_zero_row(values: tf.Tensor) -> tf.Tensor:
     (for masked outputs) even where `values` has no rows."""
     row_shape = tf.concat([[1], tf.shape(values)[1:]], axis=0)
     return tf.concat([values, tf.zeros(row_shape, values.dtype)], axis=0)
-
-
-def _first_index_of_max(values: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-    """The max along the last axis and the first index holding it (Python's stable sort keeps
-    the first of equal scores; tf.argmax does not promise which tie it returns).
-
-    Args: values float64 [rows, columns]. Returns (float64 [rows], int64 [rows]).
-    """
-    best = tf.reduce_max(values, axis=-1)
-    columns = tf.shape(values, out_type=tf.int64)[-1]
-    positions = tf.range(columns, dtype=tf.int64)
-    index = tf.reduce_min(
-        tf.where(tf.equal(values, best[:, None]), positions[None, :], columns), axis=-1
-    )
-    return best, index
 
 
 def _starts_a_word(chars: tf.RaggedTensor, is_space: tf.Tensor) -> tf.Tensor:
@@ -125,28 +115,15 @@ class SquadServingModule(tf.Module):
             tensor.merge_dims(1, 2) for tensor in tokenizer.tokenize_words_with_offsets(context)
         )
 
-        # The windows (data/squad/features.py doc_spans): window k of an example starts at
-        # k * min(doc_stride, room) and holds at most `room` pieces; the last reaches the end.
+        # The windows (data/squad/features.py doc_spans, export/serving_windows.py): window k
+        # of an example starts at k * min(doc_stride, room) and holds at most `room` pieces;
+        # the last reaches the end.
         query_length = query.row_lengths()
-        num_pieces = pieces.row_lengths()
-        room = seq_length - 3 - query_length
-        stride = tf.minimum(tf.cast(self.doc_stride, tf.int64), room)
-        num_windows = tf.where(
-            num_pieces == 0,
-            tf.zeros_like(num_pieces),
-            1 + tf.maximum(num_pieces - room + stride - 1, 0) // stride,
-        )
-        window_example = tf.repeat(tf.range(num_examples), num_windows)
-        window_number = tf.ragged.range(num_windows).flat_values
-        window_start = window_number * tf.gather(stride, window_example)
-        window_length = tf.minimum(
-            tf.gather(num_pieces, window_example) - window_start, tf.gather(room, window_example)
-        )
+        windows = slide_windows(pieces, seq_length - 3 - query_length, self.doc_stride)
+        num_windows, window_example = windows.counts, windows.text
+        window_length, window_pieces = windows.length, windows.pieces
         # Flat index (into pieces.flat_values) of each window's first piece.
-        window_base = tf.gather(pieces.row_starts(), window_example) + window_start
-        window_pieces = tf.gather(
-            pieces.flat_values, tf.ragged.range(window_base, window_base + window_length)
-        )
+        window_base = windows.base
         inputs = self.packer.pack_ids([tf.gather(query, window_example), window_pieces])
         logits = self.model(inputs, training=False)
         start_logits = tf.cast(logits["start_logits"], tf.float64)
@@ -162,13 +139,12 @@ class SquadServingModule(tf.Module):
             positions >= doc_offset[:, None],
             positions < (doc_offset + window_length)[:, None],
         )
-        is_max_context = self._is_max_context(
-            window_number, window_start, window_length, num_windows, seq_length
-        )  # [windows, seq_length], by the position in the window's document pieces
-        doc_position = tf.clip_by_value(positions - doc_offset[:, None], 0, seq_length - 1)
-        can_start = tf.logical_and(
-            in_document, tf.gather(is_max_context, doc_position, batch_dims=1)
+        # A start must be a document piece whose max-context window this is.
+        doc_position = windows.start[:, None] + positions - doc_offset[:, None]
+        best_window = max_context_windows(
+            windows, tf.broadcast_to(window_example[:, None], tf.shape(doc_position)), doc_position
         )
+        can_start = tf.logical_and(in_document, tf.equal(best_window, windows.number[:, None]))
 
         # The n_best_size best starts x ends of each window (top_k breaks ties by lower index,
         # as the original's sort), filtered as squad_postprocessing does.
@@ -183,7 +159,7 @@ class SquadServingModule(tf.Module):
         scores = start_values[:, :, None] + end_values[:, None, :]
         scores = tf.where(valid, scores, tf.constant(-float("inf"), tf.float64))
         num_candidates = self.top_k * self.top_k
-        window_best, window_choice = _first_index_of_max(tf.reshape(scores, [-1, num_candidates]))
+        window_best, window_choice = first_index_of_max(tf.reshape(scores, [-1, num_candidates]))
 
         # Each example's best window: the first one holding its best score.
         by_example = tf.RaggedTensor.from_row_lengths(window_best, num_windows)
@@ -191,7 +167,7 @@ class SquadServingModule(tf.Module):
         best = tf.concat(
             [best, tf.fill([num_examples, 1], tf.constant(-float("inf"), tf.float64))], axis=1
         )
-        score, first = _first_index_of_max(best)
+        score, first = first_index_of_max(best)
         has_span = score > -float("inf")
         # An example without a span points at window 0 (any valid index; its outputs are
         # masked). A zero row appended to each window's values makes index 0 exist when no
@@ -323,45 +299,6 @@ class SquadServingModule(tf.Module):
             "start": tf.where(has_span, start, -1),
             "end": tf.where(has_span, end, -1),
         }
-
-    @staticmethod
-    def _is_max_context(window_number, window_start, window_length, num_windows, seq_length):
-        """bool [windows, seq_length]: whether window w gives its document piece i (False past
-        its length) the most context of all its example's windows, by the original's score
-        min(left, right) + 0.01 * length (data/squad/features.py check_is_max_context; the
-        first window wins a tie).
-
-        Args: int64 [windows] window_number (k of the example's windows), window_start (in
-        the document's pieces), window_length; int64 [examples] num_windows.
-        """
-        offsets = tf.range(seq_length, dtype=tf.int64)
-        position = window_start[:, None] + offsets[None, :]  # [windows, seq_length]
-        # The windows of the same example, [windows, most windows], -1 past the last.
-        window_ids = tf.range(tf.size(window_start, tf.int64))
-        example = tf.repeat(tf.range(tf.size(num_windows, tf.int64)), num_windows)
-        siblings = tf.gather(
-            tf.RaggedTensor.from_row_lengths(window_ids, num_windows), example
-        ).to_tensor(default_value=-1)
-        exists = siblings >= 0
-        sibling_start = tf.gather(window_start, tf.maximum(siblings, 0))
-        sibling_length = tf.gather(window_length, tf.maximum(siblings, 0))
-        left = position[:, :, None] - sibling_start[:, None, :]
-        right = (sibling_start + sibling_length - 1)[:, None, :] - position[:, :, None]
-        contains = tf.logical_and(tf.logical_and(left >= 0, right >= 0), exists[:, None, :])
-        context_score = tf.cast(tf.minimum(left, right), tf.float64) + 0.01 * tf.cast(
-            sibling_length[:, None, :], tf.float64
-        )
-        context_score = tf.where(contains, context_score, -float("inf"))
-        shape = tf.shape(context_score, out_type=tf.int64)
-        # Sizes spelled out: with no window in the batch (empty contexts only) the last is 0,
-        # and a -1 beside it would not be inferred as 0.
-        _, best = _first_index_of_max(
-            tf.reshape(context_score, tf.stack([shape[0] * shape[1], shape[2]]))
-        )
-        best = tf.reshape(best, shape[:2])
-        return tf.logical_and(
-            tf.equal(best, window_number[:, None]), offsets[None, :] < window_length[:, None]
-        )
 
     def signature(self):
         text = tf.TensorSpec([None], tf.string)
