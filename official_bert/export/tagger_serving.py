@@ -8,7 +8,11 @@ a word (ASCII whitespace dropped; U+3000 and other spaces kept as characters, as
 them), so raw Chinese text is tagged character by character; from there it is what the
 predict path does with the words of a CoNLL line (data/tagging/features.py): each word tokenized
 on its own (a word of no piece becomes [UNK]), cut to max_seq_length - 2 pieces, the words
-packed greedily into as many rows as they need, each word's tag read at its first piece.
+packed greedily into as many rows as they need, each word's tag read at its first piece; or,
+exported with the run's doc_stride (run_classifier.py --doc_stride, encode_tagged_windows), the
+sentence's whole pieces in overlapping windows of max_seq_length - 2 pieces starting doc_stride
+apart, each word's tag read at its first piece in the window where that piece has the most
+context (SQuAD's rule, export/serving_windows.py).
 Entities follow the chunk rules of evaluation/tagging_metrics.py (conlleval's, IOB1, IOB2 and
 IOBES), tabulated from its own functions at export time. Loading needs only `tensorflow` and
 `tensorflow_text`.
@@ -27,6 +31,7 @@ from official_bert.evaluation.tagging_metrics import (
 )
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
+from official_bert.export.serving_windows import max_context_windows, slide_windows
 
 
 class TaggerServingModule(tf.Module):
@@ -45,9 +50,13 @@ class TaggerServingModule(tf.Module):
         packer: BertInputPacker,
         labels: list[str],
         characters_are_words: bool = False,
+        doc_stride: int | None = None,
         name: str | None = None,
     ):
         super().__init__(name=name)
+        if doc_stride is not None and doc_stride < 1:
+            raise ValueError(f"doc_stride must be at least 1, got {doc_stride}")
+        self.doc_stride = doc_stride
         self.characters_are_words = characters_are_words
         self.model = model
         self.packer = packer
@@ -62,14 +71,40 @@ class TaggerServingModule(tf.Module):
 
     @tf.autograph.experimental.do_not_convert
     def tag(self, text: tf.Tensor) -> dict[str, tf.Tensor]:
-        """The outputs of `serving_default` (see the class) for [batch] tf.string `text`."""
-        tokenizer, budget = self.packer.tokenizer, self.packer.max_seq_length - 2
+        """The outputs of `serving_default` (see the class) for [batch] tf.string `text`; all
+        rows (or windows) of the batch go through the model as one batch."""
         words, byte_starts, byte_limits = self._words_with_offsets(text)
-        num_words = tf.size(words.flat_values, tf.int64)
-        pieces = tf.cast(tokenizer.tokenize(words.flat_values)[:, :budget], tf.int32)
+        budget = self.packer.max_seq_length - 2
+        # With a doc_stride a word keeps all its pieces: the windows cut the sentence's pieces.
+        pieces = self._word_pieces(words.flat_values, budget if self.doc_stride is None else None)
+        if self.doc_stride is None:
+            rows, inputs = self._rows(words, pieces)
+        else:
+            rows, inputs = self._windows(words, pieces)
+        logits = self.model(inputs, training=False)
+        word_logits = tf.gather_nd(logits, rows)
+        tag_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
+        outputs = {
+            "words": words.to_tensor(default_value=""),
+            "tags": words.with_flat_values(tf.gather(self.tag_names, tag_ids)).to_tensor(
+                default_value=""
+            ),
+        }
+        outputs.update(
+            self._entities(text, words, byte_starts.flat_values, byte_limits.flat_values, tag_ids)
+        )
+        return outputs
+
+    def _word_pieces(self, flat_words: tf.Tensor, budget: int | None) -> tf.RaggedTensor:
+        """int32 [words, (pieces)]: each word (of [words] tf.string) tokenized on its own, cut to
+        `budget` pieces unless None (data/tagging/features.py _word_pieces)."""
+        tokenizer = self.packer.tokenizer
+        pieces = tf.cast(tokenizer.tokenize(flat_words), tf.int32)
+        if budget is not None:
+            pieces = pieces[:, :budget]
         # A word the tokenizer drops entirely (control characters only) becomes [UNK].
         is_empty = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
-        pieces = tf.concat(
+        return tf.concat(
             [
                 pieces,
                 tf.RaggedTensor.from_row_lengths(
@@ -79,10 +114,19 @@ class TaggerServingModule(tf.Module):
             ],
             axis=1,
         )
-        lengths = pieces.row_lengths()
 
-        # Rows as the predict path fills them: a sentence's words in order, a new row when the
-        # next word would not fit (data/tagging/features.py encode_tagged_sentences).
+    def _rows(self, words, pieces) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """Without a doc_stride, the rows the predict path fills: a sentence's words in order,
+        a new row when the next word would not fit (data/tagging/features.py
+        encode_tagged_sentences).
+
+        Args: words [batch, (words)] tf.string, pieces int32 [words, (pieces)] (cut to fit).
+        Returns: (int64 [words, 2], each word's row and the position of its first piece there;
+          the packed rows, as BertInputPacker.pack_ids).
+        """
+        budget = self.packer.max_seq_length - 2
+        num_words = tf.size(words.flat_values, tf.int64)
+        lengths = pieces.row_lengths()
         word_index = tf.range(num_words)
         is_first = tf.equal(word_index, tf.gather(words.row_starts(), words.value_rowids()))
 
@@ -104,24 +148,38 @@ class TaggerServingModule(tf.Module):
         inputs = self.packer.pack_ids(
             [tf.RaggedTensor.from_value_rowids(pieces, rows, nrows=num_rows)], pad_to_longest=True
         )
-        logits = self.model(inputs, training=False)
         # Each word's first piece: after [CLS] and the pieces of the row's earlier words.
         before = tf.cumsum(lengths, exclusive=True)
         row_first = tf.math.unsorted_segment_min(before, rows, num_rows)
         (segment_start,) = BertInputPacker.segment_starts([0])
         position = segment_start + before - tf.gather(row_first, rows)
-        word_logits = tf.gather_nd(logits, tf.stack([rows, position], axis=1))
-        tag_ids = tf.argmax(word_logits, axis=-1, output_type=tf.int32)
-        outputs = {
-            "words": words.to_tensor(default_value=""),
-            "tags": words.with_flat_values(tf.gather(self.tag_names, tag_ids)).to_tensor(
-                default_value=""
-            ),
-        }
-        outputs.update(
-            self._entities(text, words, byte_starts.flat_values, byte_limits.flat_values, tag_ids)
-        )
-        return outputs
+        return tf.stack([rows, position], axis=1), inputs
+
+    def _windows(self, words, pieces) -> tuple[tf.Tensor, dict[str, tf.Tensor]]:
+        """With a doc_stride, the windows of data/tagging/features.py encode_tagged_windows: a
+        sentence's pieces (its words' whole pieces in order) in windows of max_seq_length - 2
+        pieces starting doc_stride apart (export/serving_windows.py), each word read in the
+        window where its first piece has the most context.
+
+        Args: words [batch, (words)] tf.string, pieces int32 [words, (pieces)] (whole words).
+        Returns: (int64 [words, 2], each word's window and the position of its first piece
+          there; the packed windows, as BertInputPacker.pack_ids).
+        """
+        sentence_pieces = tf.RaggedTensor.from_row_splits(pieces, words.row_splits)
+        sentence_pieces = sentence_pieces.merge_dims(1, 2)
+        num_sentences = sentence_pieces.nrows()
+        room = tf.fill([num_sentences], tf.constant(self.packer.max_seq_length - 2, tf.int64))
+        windows = slide_windows(sentence_pieces, room, self.doc_stride)
+        inputs = self.packer.pack_ids([windows.pieces], pad_to_longest=True)
+        # Each word's first piece among its sentence's pieces, and the window that reads it.
+        sentence = words.value_rowids()
+        first = pieces.row_starts() - tf.gather(sentence_pieces.row_starts(), sentence)
+        window = tf.gather(
+            tf.cumsum(windows.counts, exclusive=True), sentence
+        ) + max_context_windows(windows, sentence, first)
+        (segment_start,) = BertInputPacker.segment_starts([0])
+        position = segment_start + first - tf.gather(windows.start, window)
+        return tf.stack([window, position], axis=1), inputs
 
     def _words_with_offsets(self, text):
         """(words, byte starts, byte limits): [batch, (words)] RaggedTensors of the words of
@@ -203,6 +261,7 @@ def export_tagger_serving_model(
     export_dir: str,
     encoder_dtype: str | None = None,
     characters_are_words: bool = False,
+    doc_stride: int | None = None,
 ) -> str:
     """Writes the SavedModel to `export_dir` (under a temporary name, renamed when complete),
     with `assets.extra/labels.txt` beside.
@@ -223,7 +282,7 @@ def export_tagger_serving_model(
     """
     if encoder_dtype is not None:
         model = FusedEncoderModel(model, encoder_dtype)
-    module = TaggerServingModule(model, packer, labels, characters_are_words)
+    module = TaggerServingModule(model, packer, labels, characters_are_words, doc_stride)
     save_atomically(
         module,
         export_dir,

@@ -114,6 +114,7 @@ class TaggingTask(ClassificationTask):
             export_dir,
             encoder_dtype=serving_encoder_dtype(self.options, runner.model),
             characters_are_words=isinstance(self.processor, CharacterNerProcessor),
+            doc_stride=self.options.doc_stride,
         )
 
     def evaluate(self, runner) -> dict:
