@@ -16,6 +16,7 @@ from official_bert.tasks.classification import ClassifierOptions
 from official_bert.tasks.classification_objective import softmax
 from official_bert.tasks.registry import run_classifier
 from official_bert.tasks.window_aggregation import aggregate_windows
+from tests.export.fresh_process import serve_in_fresh_process
 from tests.tiny_data import tiny_sentences, write_tiny_checkpoint, write_tiny_tagging_task
 
 
@@ -217,10 +218,13 @@ def test_long_sentences_are_tagged_word_for_word_with_windows(bert_dir, tmp_path
             labels=None,
             max_seq_length=16,
             doc_stride=5,
-            num_train_epochs=2.0,
+            # Trained this little, its tags still hang on the context: the serving check at the
+            # end tells windows from rows packed without overlap.
+            num_train_epochs=1.0,
             do_train=True,
             do_eval=True,
             do_predict=True,
+            export_dir=None,  # output_dir/serving_model
         )
     )
     assert max(len(words) for words, _ in sentences["dev"]) > 16
@@ -239,3 +243,13 @@ def test_long_sentences_are_tagged_word_for_word_with_windows(bert_dir, tmp_path
     assert correct / total == pytest.approx(results["eval"]["eval_accuracy"])
     test = read_blocks("test_predictions.txt")
     assert [[row[0] for row in block] for block in test] == [w for w, _ in sentences["test"]]
+
+    # The run's serving model windows with the same doc_stride: each word gets the tag of
+    # test_predictions.txt, in a batch of long and short sentences and empty texts.
+    words = [w for w, _ in sentences["test"]]
+    assert max(map(len, words)) > 16 > min(map(len, words))
+    served = serve_in_fresh_process(
+        output_dir / "serving_model", {"text": [" ".join(w) for w in words] + ["", " "]}
+    )
+    tags = [[tag for tag in row if tag] for row in served["tags"]]
+    assert tags == [[row[1] for row in block] for block in test] + [[], []]
