@@ -29,6 +29,7 @@ from official_bert.export.serving_windows import (
     first_index_of_max,
     max_context_windows,
     slide_windows,
+    with_equal_batch_sizes,
 )
 from official_bert.tokenization import CJK_CHARACTER_CLASS
 
@@ -100,15 +101,7 @@ class SquadServingModule(tf.Module):
         """The outputs of `serving_default` (see the class) for [batch] tf.string inputs; all
         windows of the batch go through the model as one batch."""
         tokenizer, seq_length = self.packer.tokenizer, self.packer.max_seq_length
-        # Said as such, not as an index out of range deep in the windowing; nothing reads the
-        # texts before the check has run.
-        check = tf.debugging.assert_equal(
-            tf.shape(question)[0],
-            tf.shape(context)[0],
-            message="question and context must hold the same number of texts",
-        )
-        with tf.control_dependencies([check]):
-            question, context = tf.identity(question), tf.identity(context)
+        question, context = with_equal_batch_sizes(question, context, "question", "context")
         num_examples = tf.shape(question, out_type=tf.int64)[0]
         query = tokenizer.tokenize(question)[:, : self.max_query_length]
         pieces, byte_starts, byte_limits = (
