@@ -104,9 +104,9 @@ class ClassifierOptions(FinetuningOptions):
         help="Long documents: cut an example longer than max_seq_length into windows starting "
         "this many wordpieces apart (of a pair, text_b; text_a is repeated in each) instead of "
         "truncating it. Classification trains on each window with the example's label and "
-        "combines the windows' logits (--window_aggregation) for eval and predict; tagging "
-        "tags each word in the window where it has the most context. Default: truncate (the "
-        "original; tagging then splits long sentences without overlap).",
+        "combines the windows' logits (--window_aggregation) for eval, predict and the "
+        "serving model; tagging tags each word in the window where it has the most context. "
+        "Default: truncate (the original; tagging then splits long sentences without overlap).",
     )
     window_aggregation: str = option(
         "mean",
@@ -353,7 +353,8 @@ class ClassificationTask(FinetuningTask):
     With doc_stride (long documents), the records hold windows (with example_index), training
     sees every window with its example's label, and eval_results.txt and test_results.tsv are
     per example: the windows' logits combined by window_aggregation (tasks/window_aggregation).
-    The serving model still truncates its inputs to max_seq_length.
+    The serving model windows and combines its inputs the same way (doc_stride and
+    window_aggregation), so it serves test_results.tsv's probabilities.
     """
 
     # What the task does, in words (for messages).
@@ -446,12 +447,7 @@ class ClassificationTask(FinetuningTask):
         export_dir = serving_export_dir(options)
         if export_dir is None:
             return None
-        if options.doc_stride is not None:
-            logging.warning(
-                "The serving model truncates inputs to max_seq_length=%d: --doc_stride windows "
-                "are made by run_classifier.py's eval and predict only",
-                options.max_seq_length,
-            )
+        # With doc_stride the serving model windows and combines as eval and predict do.
         return export_classifier_serving_model(
             runner.model,
             self.packer,
@@ -459,6 +455,8 @@ class ClassificationTask(FinetuningTask):
             self.processor.takes_pairs,
             export_dir,
             encoder_dtype=serving_encoder_dtype(options, runner.model),
+            doc_stride=options.doc_stride,
+            window_aggregation=options.window_aggregation,
         )
 
     def _example_outputs(self, runner: Runner, split: str, batch_size: int) -> dict:

@@ -122,11 +122,19 @@ def test_windows_train_and_combine_into_one_prediction_per_example(bert_dir, tmp
             do_train=True,
             do_eval=True,
             do_predict=True,
+            export_dir=None,  # output_dir/serving_model
         )
     )
     mean = trained["predictions"]
     assert mean.shape == (12, 2)  # one row per example, not per window
-    assert (output_dir / "test_results.tsv").read_text().count("\n") == 12
+    test_results = np.loadtxt(output_dir / "test_results.tsv", ndmin=2)
+    assert test_results.shape == (12, 2)
+    # The run's serving model windows with the same doc_stride and combines the same way: the
+    # probabilities of test_results.tsv for the long documents and the short sentences alike.
+    # (The tiny model's windows differ by ~1e-5 in probability; the two agree to ~1e-7.)
+    served = serve_in_fresh_process(output_dir / "serving_model", {"text_a": [t for t, _ in rows]})
+    served = np.array(served["probabilities"])
+    np.testing.assert_allclose(served, test_results, atol=5e-7)
     # The eval file holds the windows: 6 documents of 3 and 6 sentences of 1.
     summary = (output_dir / ".eval.tf_record.summary.json").read_text()
     assert '"num_real_examples": 24' in summary
@@ -161,6 +169,9 @@ def test_windows_train_and_combine_into_one_prediction_per_example(bert_dir, tmp
         np.testing.assert_allclose(
             combined["predictions"], softmax(by_hand[aggregation]), atol=1e-5
         )
+    # The first window is what truncation keeps: a truncating serving model would have failed
+    # the comparison with test_results.tsv above.
+    assert np.abs(combined["predictions"] - served).max() > 5e-6
 
     # Eval metrics are over the 12 examples: accuracy of the combined (mean) logits.
     labels = np.array([("neg", "pos").index(label) for _, label in rows])
