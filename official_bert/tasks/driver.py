@@ -17,6 +17,7 @@ from official_bert.kernels import fast_kernels
 from official_bert.tasks.task import Task
 from official_bert.tasks.trained_on import (
     check_resumed_labels,
+    check_resumed_task_order,
     record_training,
     warn_if_resumed_on_other_data,
 )
@@ -112,6 +113,11 @@ def _run(task: Task) -> dict:
     # As the original's Estimator, a run that does not train restores output_dir's checkpoint
     # even where that run trained into it (the original's README's predict commands).
     read_original_layout = None if task.do_train else read_original_fine_tuned
+    # Before the restore: heads of another order but the same shapes would restore silently,
+    # those of other shapes as "another model".
+    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+    if latest:
+        check_resumed_task_order(output_dir, latest, task.options)
     resumed = runner.restore_or_initialize(task.initialize, read_original_layout)
     # Only a run that trains on: evaluating or predicting with the trained model on other data
     # is meant (the original's MNLI-MM eval on MNLI's output_dir).

@@ -18,7 +18,8 @@ not read.
 
 So are the labels in the order of the head's outputs: a run resuming the checkpoints with the
 labels in another order (--labels, needed where data_dir has no train file) would read each
-output as another label, so every run, training or not, is refused then (check_resumed_labels).
+output as another label, so every run, training or not, is refused then (check_resumed_labels);
+and so, alike, are run_multitask.py's tasks named in another order (check_resumed_task_order).
 """
 
 from __future__ import annotations
@@ -174,4 +175,29 @@ def check_resumed_labels(output_dir: str, checkpoint: str | None, labels: list[s
         f"{checkpoint} in --output_dir={output_dir} was trained with the labels {trained}, in "
         f"the order of its outputs; this run's are {list(labels)}, so each output would be read "
         f"as another label: {advice}"
+    )
+
+
+def check_resumed_task_order(output_dir: str, checkpoint: str | None, options) -> None:
+    """Raises ValueError where output_dir's record says its checkpoints were trained with the
+    same --task_names (run_multitask.py) in another order: a training checkpoint's variables are
+    read by position, so each task's head would be read as another task's (same shapes) and the
+    predictions and metrics be silently wrong. Other task sets are left to the checkpoint's
+    own checks (its heads' names and shapes)."""
+    recorded = _read_record(output_dir)
+    if (
+        recorded is None
+        or not recorded.get("task_names")
+        or not getattr(options, "task_names", None)
+    ):
+        return
+    trained = recorded["task_names"].split(",")
+    now = trained_on(options)["task_names"].split(",")
+    if now == trained or sorted(now) != sorted(trained):
+        return
+    raise ValueError(
+        f"{checkpoint} in --output_dir={output_dir} was trained with "
+        f"--task_names={','.join(trained)}, whose heads it holds in that order; this run names "
+        f"{','.join(now)}, so each task would be read with another's head: pass --task_names "
+        "(and --data_dirs) in the trained order"
     )

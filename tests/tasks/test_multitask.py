@@ -358,6 +358,27 @@ def test_a_rerun_resumes_where_the_first_run_stopped(
             )
 
 
+def test_a_rerun_naming_the_tasks_in_another_order_is_refused(
+    multitask_run, tiny_checkpoint_dir, tiny_glue, tmp_path
+):
+    """The checkpoint's heads are read by position: the tasks named in another order would
+    read each task with another's head (silently, where their shapes agree), so the rerun is
+    refused before the restore, naming the trained order."""
+    _, first_dir = multitask_run
+    output_dir = tmp_path / "rerun"
+    shutil.copytree(first_dir, output_dir)
+    reordered = _options(
+        tiny_checkpoint_dir,
+        tiny_glue,
+        output_dir,
+        task_names=["sts-b", "cola"],
+        data_dirs=[str(tiny_glue / "STS-B"), str(tiny_glue / "CoLA")],
+        do_train=False,
+    )
+    with pytest.raises(ValueError, match=r"trained with --task_names=cola,sts-b, whose heads"):
+        run_multitask(reordered)
+
+
 def test_mixed_batches_are_single_task(multitask_run):
     _, output_dir = multitask_run
     datasets = [
