@@ -273,8 +273,9 @@ def _warn_of_a_masked_lm_head_of_its_own(model, output_format: str) -> None:
 
 def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | None:
     """Hugging Face's `problem_type` of a sentence classifier: the input config.json's, else
-    "multi_label_classification" for a multi-label run's checkpoint; None otherwise
-    (transformers then infers regression from a single label)."""
+    "multi_label_classification" for a multi-label run's checkpoint, "regression" for a
+    one-output head (STS-B's scores: said, not left for transformers to infer from the labels'
+    dtype); None otherwise."""
     from official_bert.models import BertClassifier
 
     if not isinstance(model, BertClassifier):
@@ -282,6 +283,8 @@ def _problem_type(model, input_checkpoint: str, hf_config_file: str) -> str | No
     problem_type = safetensors_bert.read_hf_problem_type(hf_config_file)
     if problem_type is None and head_labels.multi_label_run(input_checkpoint):
         problem_type = "multi_label_classification"
+    if problem_type is None and model.classifier.num_classes == 1:
+        problem_type = "regression"
     return problem_type
 
 

@@ -520,6 +520,25 @@ def test_a_multi_label_run_converts_as_a_multi_label_classifier(tmp_path):
     assert config["problem_type"] == "multi_label_classification"
 
 
+def test_a_regression_run_converts_with_its_problem_type(tmp_path):
+    """A one-output head (STS-B) is said to be a regressor in the config.json written, not left
+    for transformers to infer from the labels' dtype."""
+    from tests.tiny_data import tiny_bert_config
+
+    config = tiny_bert_config()
+    model = BertClassifier(BertEncoder.from_bert_config(config), num_classes=1)
+    model.build()
+    run_dir = tmp_path / "run"
+    prefix = tf.train.Checkpoint(model=model).save(str(run_dir / "ckpt"))
+    config.to_json_file(str(run_dir / "bert_config.json"))
+    convert_checkpoint(prefix, str(tmp_path / "hf"), "safetensors")
+    written = json.loads((tmp_path / "hf" / "config.json").read_text(encoding="utf-8"))
+    assert written["problem_type"] == "regression"
+    assert read_hf_architectures(str(tmp_path / "hf" / "config.json")) == [
+        "BertForSequenceClassification"
+    ]
+
+
 def test_an_output_holding_an_initialized_pooler_is_warned_of(tmp_path, caplog):
     """A pooler-less file (BertForQuestionAnswering) written where a pooler is part of the layout
     (tf1) warns that the output's pooler is an initialization; written as transformers' class
