@@ -12,6 +12,7 @@ import tensorflow as tf
 from official_bert.data.bert_input_packer import BertInputPacker
 from official_bert.export.fused_encoder_model import FusedEncoderModel
 from official_bert.export.saved_model_writing import save_atomically
+from official_bert.export.serving_windows import with_equal_batch_sizes
 from official_bert.models.bert_multiple_choice import mask_absent_choices
 
 
@@ -21,7 +22,13 @@ class MultipleChoiceServingModule(tf.Module):
     with fewer candidates share a batch) ->
 
     {"probabilities": float32 [batch, num_choices] (0 for empty slots),
-     "choice_ids": int32 [batch], the most probable candidate's index}.
+     "choice_ids": int32 [batch], the most probable candidate's index (-1 for a question whose
+       slots are all empty)}.
+
+    A slot is empty when its candidate has no wordpiece (an empty string, any whitespace: ASCII,
+    U+3000 or other spaces, control characters), as the training readers refuse such a
+    candidate. context, question and choices must have the same number of rows, and choices at
+    least one column: a request that does not is an InvalidArgumentError that says so.
 
     Each candidate is packed as training packed it: [CLS] context [SEP] question candidate
     [SEP], cut to max_seq_length; with pad_to_longest (the default) each call packs to its
@@ -47,6 +54,19 @@ class MultipleChoiceServingModule(tf.Module):
             self._row_scores = lambda inputs: tf.reshape(self.model(inputs), [-1])
 
     def outputs(self, context, question, choices) -> dict[str, tf.Tensor]:
+        context, question = with_equal_batch_sizes(context, question, "context", "question")
+        checks = [
+            tf.debugging.assert_equal(
+                tf.shape(choices)[0],
+                tf.shape(context)[0],
+                message="choices must have a row for each context",
+            ),
+            tf.debugging.assert_greater(
+                tf.shape(choices)[1], 0, message="choices must hold at least one column"
+            ),
+        ]
+        with tf.control_dependencies(checks):
+            choices = tf.identity(choices)
         shape = tf.shape(choices)
         flat_choices = tf.reshape(choices, [-1])
         flat_context = tf.repeat(context, shape[1])
@@ -54,11 +74,16 @@ class MultipleChoiceServingModule(tf.Module):
         second = tf.strings.strip(tf.strings.join([flat_question, flat_choices], separator=" "))
         inputs = self.packer(flat_context, second, pad_to_longest=self.pad_to_longest)
         logits = tf.reshape(tf.cast(self._row_scores(inputs), tf.float32), shape)
-        present = tf.strings.length(tf.strings.strip(choices)) > 0
+        pieces = self.packer.tokenizer.tokenize(flat_choices).merge_dims(1, -1)
+        present = tf.reshape(pieces.row_lengths() > 0, shape)
         logits = mask_absent_choices(logits, present)
+        any_present = tf.reduce_any(present, axis=-1)
+        probabilities = tf.nn.softmax(logits, axis=-1)
         return {
-            "probabilities": tf.nn.softmax(logits, axis=-1),
-            "choice_ids": tf.argmax(logits, axis=-1, output_type=tf.int32),
+            "probabilities": tf.where(present, probabilities, tf.zeros_like(probabilities)),
+            "choice_ids": tf.where(
+                any_present, tf.argmax(logits, axis=-1, output_type=tf.int32), -1
+            ),
         }
 
     def signature(self):
