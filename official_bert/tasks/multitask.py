@@ -123,7 +123,16 @@ def validate_multitask_options(options: MultiTaskOptions) -> None:
     known = processor_names()
     for task in options.task_names:
         if task.lower() not in known:
-            raise ValueError(f"--task_names: unknown task {task!r}; expected one of {known}")
+            # Only the tasks this script trains: the tagging and multiple-choice ones are
+            # run_classifier.py's (said for each by MultiTaskTask.validate).
+            sentence_tasks = [
+                name
+                for name in known
+                if task_class_for_processor(get_processor(name, ".")) is ClassificationTask
+            ]
+            raise ValueError(
+                f"--task_names: unknown task {task!r}; expected one of {sentence_tasks}"
+            )
     folders = [head_attribute(task) for task in options.task_names]
     if len(set(folders)) != len(folders):
         raise ValueError(f"--task_names names a task twice: {options.task_names}")

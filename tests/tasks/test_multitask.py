@@ -408,8 +408,11 @@ def test_mismatched_or_unknown_tasks_are_clear_errors(tiny_checkpoint_dir, tiny_
         ValueError, match=r"--task_names has 2 tasks \(cola,sts-b\) but --data_dirs has 1"
     ):
         run_multitask(options(data_dirs=[str(tiny_glue / "CoLA")]))
-    with pytest.raises(ValueError, match=r"--task_names: unknown task 'colaa'; expected one of \["):
+    with pytest.raises(
+        ValueError, match=r"--task_names: unknown task 'colaa'; expected one of \["
+    ) as error:
         run_multitask(options(task_names=["colaa", "sts-b"]))
+    assert "'cola'" in str(error.value) and "'swag'" not in str(error.value)  # this script's tasks
     with pytest.raises(ValueError, match="names a task twice"):
         run_multitask(options(task_names=["sts-b", "STS-B"]))
     with pytest.raises(ValueError, match="--sampling_temperature must be > 0"):

@@ -274,8 +274,9 @@ def prepare_classifier_records(
     if not tf.io.gfile.exists(source):
         task_name = getattr(processor, "task_name", None) or type(processor).__name__
         raise FileNotFoundError(
-            f"{source} not found: --task_name={task_name} reads the {split} split from "
-            f"{os.path.basename(source)} in --data_dir"
+            f"{source} not found: the {task_name} task reads the {split} split from "
+            f"{os.path.basename(source)} in its data folder (--data_dir; run_multitask.py: "
+            "--data_dirs)"
         )
     settings = {
         "format_version": _FORMAT_VERSION,
