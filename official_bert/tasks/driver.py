@@ -70,6 +70,12 @@ def run_task(task: Task) -> dict:
     if output_dir and is_local(output_dir):
         check_local_output_dir(output_dir)
     task.validate()
+    # run_multitask.py's tasks named in another order than the checkpoints were trained with:
+    # said before any work (heads of the same shapes would restore silently, those of other
+    # shapes as "another model").
+    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
+    if latest:
+        check_resumed_task_order(output_dir, latest, task.options)
     # One run at a time writes output_dir; the workers of a multi-worker run share it.
     shared = task.options.distribution_strategy == "multi_worker_mirrored"
     lock = contextlib.nullcontext() if shared or not output_dir else hold_output_dir(output_dir)
@@ -113,11 +119,6 @@ def _run(task: Task) -> dict:
     # As the original's Estimator, a run that does not train restores output_dir's checkpoint
     # even where that run trained into it (the original's README's predict commands).
     read_original_layout = None if task.do_train else read_original_fine_tuned
-    # Before the restore: heads of another order but the same shapes would restore silently,
-    # those of other shapes as "another model".
-    latest = tf.train.latest_checkpoint(output_dir) if output_dir else None
-    if latest:
-        check_resumed_task_order(output_dir, latest, task.options)
     resumed = runner.restore_or_initialize(task.initialize, read_original_layout)
     # Only a run that trains on: evaluating or predicting with the trained model on other data
     # is meant (the original's MNLI-MM eval on MNLI's output_dir).
